@@ -1,0 +1,42 @@
+"""`python -m app`: load the index and models, then serve (the same command the container runs)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from app.config import Settings
+from app.main import create_app
+from app.services import load_services
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    defaults = Settings()
+    parser = argparse.ArgumentParser(prog="python -m app", description="Serve the aer-rag API.")
+    parser.add_argument("--host", default=defaults.host, help=f"bind address (default {defaults.host})")
+    parser.add_argument("--port", type=int, default=defaults.port, help=f"port (default {defaults.port})")
+    parser.add_argument("--index", type=Path, default=defaults.index_dir, help="published index directory")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default=defaults.device)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    settings = Settings(host=args.host, port=args.port, index_dir=args.index, device=args.device)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        services = load_services(settings)
+    except Exception as error:  # a clear one-line refusal instead of a traceback
+        print(f"aer-rag cannot start: {error}", file=sys.stderr)
+        return 2
+    app = create_app(settings, services)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Every error leaves the service as JSON a person can act on: {"error": {code, message, request_id}}."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.answering.prompt import PromptTooLongError
+from app.answering.queue import GenerationTimeoutError, QueueFullError
+from app.services import RerankNotAvailableError
+
+log = logging.getLogger(__name__)
+
+
+class APIError(Exception):
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers
+
+
+def error_response(
+    request: Request, status: int, code: str, message: str,
+    details: list[dict] | None = None, headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict = {"code": code, "message": message, "request_id": getattr(request.state, "request_id", None)}
+    if details:
+        body["details"] = details
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
+    details = []
+    for error in errors:
+        location = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        details.append({"field": location or "body", "problem": error.get("msg", "invalid"), "type": error.get("type")})
+    summary = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
+    return f"The request is not valid: {summary}", details
+
+
+def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
+    @app.exception_handler(APIError)
+    async def _api_error(request: Request, error: APIError) -> JSONResponse:
+        return error_response(request, error.status, error.code, error.message, headers=error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        errors = list(error.errors())
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return error_response(request, 400, "malformed_json", "The request body is not valid JSON.")
+        message, details = describe_validation_errors(errors)
+        return error_response(request, 422, "invalid_request", message, details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        message = error.detail if isinstance(error.detail, str) else "HTTP error"
+        if error.status_code == 404 and message == "Not Found":
+            message = f"No such endpoint: {request.method} {request.url.path}. See /docs for the API."
+        return error_response(request, error.status_code, code, message, headers=getattr(error, "headers", None))
+
+    @app.exception_handler(RerankNotAvailableError)
+    async def _no_rerank(request: Request, error: RerankNotAvailableError) -> JSONResponse:
+        return error_response(request, 409, "rerank_unavailable", str(error))
+
+    @app.exception_handler(QueueFullError)
+    async def _busy(request: Request, error: QueueFullError) -> JSONResponse:
+        return error_response(
+            request, 429, "busy",
+            f"The server is busy generating other answers ({error}); retry in {retry_after_s} s.",
+            headers={"Retry-After": str(retry_after_s)},
+        )
+
+    @app.exception_handler(GenerationTimeoutError)
+    async def _timeout(request: Request, error: GenerationTimeoutError) -> JSONResponse:
+        return error_response(request, 504, "generation_timeout", f"The answer took too long: {error}.")
+
+    @app.exception_handler(PromptTooLongError)
+    async def _too_long(request: Request, error: PromptTooLongError) -> JSONResponse:
+        return error_response(request, 422, "prompt_too_long", str(error))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+        # The traceback goes to the log, never to the client.
+        log.exception("unhandled error in %s %s", request.method, request.url.path)
+        return error_response(
+            request, 500, "internal_error",
+            "The server failed to handle this request; it has been logged with this request id.",
+        )

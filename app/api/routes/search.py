@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.deps import ServicesDep
+from app.api.presenters import rerank_status, search_hit
+from app.retrieval.types import SearchFilters
+from app.schemas import ErrorResponse, SearchRequest, SearchResponse
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post(
+    "/search",
+    summary="Hybrid search over the abstracts",
+    responses={409: {"model": ErrorResponse, "description": "rerank: true but no reranker is loaded"},
+               422: {"model": ErrorResponse}},
+)
+def search(body: SearchRequest, services: ServicesDep) -> SearchResponse:
+    # A plain `def`: FastAPI runs it in a worker thread, so searches never wait behind generation.
+    filters = SearchFilters(**body.filters.model_dump()) if body.filters else None
+    outcome = services.search.run(body.query, body.top_k, body.mode, filters, body.rerank)
+    services.metrics.observe_stages(outcome.timings_ms)
+    return SearchResponse(
+        query=body.query,
+        mode=body.mode,
+        rerank=rerank_status(services.search.rerank, outcome.reranked),
+        results=[search_hit(hit, rank) for rank, hit in enumerate(outcome.hits, start=1)],
+        timings_ms=outcome.timings_ms,
+    )

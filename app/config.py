@@ -1,0 +1,89 @@
+"""Service settings: one pydantic-settings class, read from `AER_RAG_*` environment variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The project's own cross-encoder, trained by `python -m indexing.train_reranker` and shipped in the repo.
+DEFAULT_RERANKER_DIR = REPO_ROOT / "models" / "weights" / "reranker"
+# The in-repo LoRA adapter that makes the 135M generator answer from passages (absent until trained).
+DEFAULT_ADAPTER_DIR = REPO_ROOT / "models" / "weights" / "smollm2-grounded-lora"
+
+
+class Settings(BaseSettings):
+    """Everything an operator can set. Each field maps to `AER_RAG_<NAME>` (e.g. AER_RAG_API_KEY)."""
+
+    model_config = SettingsConfigDict(env_prefix="AER_RAG_", env_file=".env", extra="ignore")
+
+    # --- server ------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    api_key: SecretStr | None = Field(
+        None, description="When set, every /v1/* call needs it (Authorization: Bearer … or X-API-Key)."
+    )
+    cors_origins: list[str] = Field(default_factory=list, description="CORS is off unless origins are listed.")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    # --- index and models --------------------------------------------------------------------
+    index_dir: Path = REPO_ROOT / "var" / "index"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    reranker_dir: Path | None = Field(
+        DEFAULT_RERANKER_DIR, description="Cross-encoder model directory; reranking is off when it is missing."
+    )
+    generator_path: Path | None = Field(
+        None, description="A .gguf file or a Hugging Face style directory; default: SmolLM2-135M-Instruct."
+    )
+    generator_adapter: Path | None = Field(
+        DEFAULT_ADAPTER_DIR, description="LoRA adapter merged into the generator at load; none when missing."
+    )
+    generator_dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+    # --- retrieval ---------------------------------------------------------------------------
+    retrieval_candidates: int = Field(100, ge=1, le=1000, description="Top N from each retriever.")
+    rrf_k: int = Field(60, ge=1, le=1000)
+    bm25_weight: float = Field(1.0, ge=0.0, le=10.0)
+    dense_weight: float = Field(1.0, ge=0.0, le=10.0)
+    rerank_top_m: int = Field(30, ge=1, le=200, description="How many fused candidates the reranker scores.")
+
+    # --- answering ---------------------------------------------------------------------------
+    answer_top_k: int = Field(5, ge=1, le=20, description="Passages put into the prompt by default.")
+    # Calibrated by benchmarks/calibrate_thresholds.py on non-AER economics abstracts.
+    support_threshold: float = Field(0.55, ge=-1.0, le=1.0)
+    coverage_check: bool = Field(True, description="Refuse to generate when the corpus does not cover the question.")
+    coverage_min_dense: float = Field(0.30, ge=-1.0, le=1.0)
+    coverage_min_rerank: float = Field(-4.0)
+    default_max_new_tokens: int = Field(200, ge=1, le=1024)
+    default_repetition_penalty: float = Field(1.15, ge=1.0, le=2.0)
+    default_no_repeat_ngram_size: int = Field(4, ge=0, le=10)
+
+    # --- generation queue --------------------------------------------------------------------
+    generation_workers: int = Field(1, ge=1, le=8, description="Answers generated at once.")
+    generation_queue_size: int = Field(8, ge=0, le=1000, description="Answers waiting beyond the workers.")
+    generation_timeout_s: float = Field(120.0, gt=0, le=3600)
+    retry_after_s: int = Field(5, ge=1, le=600)
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        # Accept "a,b" from the environment as well as a JSON list.
+        if isinstance(value, str) and not value.strip().startswith("["):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _empty_key_means_none(self) -> Settings:
+        if self.api_key is not None and not self.api_key.get_secret_value():
+            self.api_key = None
+        return self
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
