@@ -14,6 +14,7 @@ from app.api.deps import require_api_key
 from app.api.errors import install_error_handlers
 from app.api.middleware import RequestContextMiddleware
 from app.api.routes import ask, documents, health, info, search
+from app.api.routes import metrics as metrics_route
 from app.config import Settings, get_settings
 from app.metrics import ServiceMetrics
 from app.services import Services, load_services
@@ -64,7 +65,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
 
     app.include_router(health.router)
-    app.include_router(metrics.router)
+    app.include_router(metrics_route.router)
     protected = [Depends(require_api_key)]
     for router in (search.router, ask.router, documents.router, info.router):
         app.include_router(router, dependencies=protected)

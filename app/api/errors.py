@@ -22,14 +22,22 @@ class APIError(Exception):
         self.status, self.code, self.message, self.headers = status, code, message, headers
 
 
+INTERNAL_ERROR_MESSAGE = "The server failed to handle this request; it has been logged with this request id."
+
+
+def error_body(code: str, message: str, request_id: str | None, details: list[dict] | None = None) -> dict:
+    body: dict = {"code": code, "message": message, "request_id": request_id}
+    if details:
+        body["details"] = details
+    return {"error": body}
+
+
 def error_response(
     request: Request, status: int, code: str, message: str,
     details: list[dict] | None = None, headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    body: dict = {"code": code, "message": message, "request_id": getattr(request.state, "request_id", None)}
-    if details:
-        body["details"] = details
-    return JSONResponse({"error": body}, status_code=status, headers=headers)
+    request_id = getattr(request.state, "request_id", None)
+    return JSONResponse(error_body(code, message, request_id, details), status_code=status, headers=headers)
 
 
 def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
@@ -81,12 +89,3 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
     @app.exception_handler(PromptTooLongError)
     async def _too_long(request: Request, error: PromptTooLongError) -> JSONResponse:
         return error_response(request, 422, "prompt_too_long", str(error))
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, error: Exception) -> JSONResponse:
-        # The traceback goes to the log, never to the client.
-        log.exception("unhandled error in %s %s", request.method, request.url.path)
-        return error_response(
-            request, 500, "internal_error",
-            "The server failed to handle this request; it has been logged with this request id.",
-        )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 import time
 import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.errors import INTERNAL_ERROR_MESSAGE, error_body
 from app.metrics import ServiceMetrics
+
+log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
 # A client-sent id is echoed only when it is short and plain, so logs and headers stay safe.
@@ -28,18 +33,30 @@ class RequestContextMiddleware:
         request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        response_started = False
         started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, response_started = message["status"], True
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception:
+            # Anything unhandled: the traceback goes to the log, the client gets JSON with the request id.
+            log.exception("unhandled error in %s %s [%s]", scope.get("method"), scope.get("path"), request_id)
+            if response_started:
+                raise
+            body = json.dumps(error_body("internal_error", INTERNAL_ERROR_MESSAGE, request_id)).encode()
+            await send_with_id({
+                "type": "http.response.start", "status": 500,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            })
+            await send_with_id({"type": "http.response.body", "body": body})
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = scope.get("method", "")

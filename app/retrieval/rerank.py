@@ -1,0 +1,160 @@
+"""Cross-encoder reranking: score (query, passage) pairs jointly and reorder the fused candidates."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerBase
+
+from app.retrieval.types import RetrievedChunk
+from indexing.documents import indexed_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RERANKER_DIR = Path(__file__).resolve().parents[2] / "models" / "weights" / "reranker"
+# Written beside the weights by the training script: the model's name and training settings.
+RERANKER_INFO_FILE = "reranker.json"
+PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+
+
+class RerankerUnavailable(RuntimeError):
+    """The reranker model directory is missing or cannot be loaded."""
+
+
+def passage_text(title: str, text: str) -> str:
+    """What the cross-encoder reads for a passage: the same title-above-text form the index uses."""
+    return indexed_text(title, text)
+
+
+def cpu_supports_bfloat16() -> bool:
+    """bfloat16 matmuls are only fast on CPUs with AVX512-BF16 or AMX; elsewhere they are emulated."""
+    checks = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def resolve_precision(precision: str, device: str) -> torch.dtype:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}.")
+    if precision != "auto":
+        return getattr(torch, precision)
+    if device.startswith("cuda"):
+        return torch.float16
+    return torch.bfloat16 if cpu_supports_bfloat16() else torch.float32
+
+
+def autocast_for(device: str, dtype: torch.dtype) -> AbstractContextManager[object]:
+    """Mixed precision around the forward pass; weights stay float32 so small logits keep their accuracy."""
+    if dtype == torch.float32:
+        return nullcontext()
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=dtype)
+
+
+def score_pairs(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: Sequence[str],
+    passages: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    device: str,
+    dtype: torch.dtype = torch.float32,
+) -> np.ndarray:
+    """Relevance logits for aligned (query, passage) pairs; shared by the service and training validation."""
+    if len(queries) != len(passages):
+        raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
+    scores: list[np.ndarray] = []
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode(), autocast_for(device, dtype):
+        for start in range(0, len(queries), batch_size):
+            batch = tokenizer(
+                list(queries[start : start + batch_size]),
+                list(passages[start : start + batch_size]),
+                truncation="only_second",
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(device)
+            logits = model(**batch).logits
+            scores.append(logits[:, 0].float().cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+
+
+class CrossEncoderReranker:
+    """Loads a sequence-classification model with one output (a relevance logit) from model_dir."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        device: str = "cpu",
+        max_length: int = 256,
+        batch_size: int = 32,
+        precision: str = "auto",
+    ) -> None:
+        if max_length < 16:
+            raise ValueError(f"max_length must be at least 16 tokens, not {max_length}.")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}.")
+        model_dir = Path(model_dir)
+        if not (model_dir / "config.json").is_file():
+            raise RerankerUnavailable(f"No reranker model at {model_dir} (config.json is missing).")
+        self.model_dir = model_dir
+        self.device = device
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.dtype = resolve_precision(precision, device)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+            # Shipped in float16 to halve the repo size; compute in float32 (plus autocast) for accuracy.
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                model_dir, local_files_only=True, dtype=torch.float32
+            ).to(device)
+        except (OSError, ValueError) as error:
+            raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
+        if self.model.config.num_labels != 1:
+            raise RerankerUnavailable(
+                f"The model in {model_dir} has {self.model.config.num_labels} outputs; a reranker needs 1."
+            )
+        self.model.eval()
+        info_path = model_dir / RERANKER_INFO_FILE
+        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+        self.name: str = info.get("name", model_dir.name)
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Relevance logits of each passage for the query (higher is more relevant)."""
+        return score_pairs(
+            self.model,
+            self.tokenizer,
+            [query] * len(passages),
+            passages,
+            self.max_length,
+            self.batch_size,
+            self.device,
+            self.dtype,
+        )
+
+    def rerank(self, query: str, candidates: list[RetrievedChunk], top_m: int = 30) -> list[RetrievedChunk]:
+        """Score the first top_m candidates, set rerank_score/rerank_rank, return them best first.
+
+        Candidates after top_m are dropped: the caller decides how deep the reranker looks.
+        """
+        if top_m < 1:
+            raise ValueError(f"top_m must be at least 1, not {top_m}.")
+        pool = candidates[:top_m]
+        if not pool:
+            return []
+        scores = self.score(query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool])
+        # A stable sort on the negated score keeps the fused order among equal scores.
+        order = np.argsort(-scores, kind="stable")
+        reranked = [pool[i] for i in order]
+        for rank, i in enumerate(order, start=1):
+            pool[i].rerank_score = float(scores[i])
+            pool[i].rerank_rank = rank
+        return reranked

@@ -1,0 +1,107 @@
+import pytest
+from fastapi.testclient import TestClient
+
+from app.answering.prompt import NOT_COVERED_ANSWER
+from app.main import create_app
+
+COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
+OFF_TOPIC = "How long should sourdough bread bake, and at what oven temperature?"
+
+
+def test_ask_answers_with_numbered_passages_usage_and_timings(client: TestClient) -> None:
+    response = client.post("/v1/ask", json={"query": COVERED, "top_k": 3})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["covered"] is True and body["model"] == "tiny-random"
+    assert [p["number"] for p in body["passages"]] == [1, 2, 3]
+    assert body["passages"][0]["document"]["doi"] == "10.1257/test.1"
+    assert 0 < body["usage"]["generated_tokens"] <= 16 and body["usage"]["prompt_tokens"] > 100
+    assert body["finish_reason"] in {"stop", "length"}
+    assert {"retrieve", "coverage", "prompt", "generate"} <= set(body["timings_ms"])
+    assert isinstance(body["answer"], str)
+    # Every answer sentence is checked; unsupported ones are listed.
+    assert body["unsupported_sentences"] == [i for i, s in enumerate(body["sentences"]) if not s["supported"]]
+
+
+def test_uncovered_question_gets_a_plain_statement_and_the_closest_passages(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": OFF_TOPIC}).json()
+    assert body["covered"] is False and body["answer"] == NOT_COVERED_ANSWER
+    assert body["finish_reason"] == "not_covered" and body["usage"]["generated_tokens"] == 0
+    assert body["passages"] and any("do not appear to cover" in note for note in body["notes"])
+
+
+def test_coverage_check_can_be_turned_off_per_request(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": OFF_TOPIC, "coverage_check": False}).json()
+    assert body["covered"] is True and body["usage"]["generated_tokens"] > 0
+
+
+def test_generation_options_are_bounded(client: TestClient) -> None:
+    for generation in ({"max_new_tokens": 1025}, {"temperature": 2.5}, {"top_p": 0}, {"seed": -1}, {"beams": 2}):
+        response = client.post("/v1/ask", json={"query": COVERED, "generation": generation})
+        assert response.status_code == 422, generation
+
+
+def test_same_seed_same_answer_when_sampling(client: TestClient) -> None:
+    body = {"query": COVERED, "generation": {"temperature": 1.0, "top_p": 0.9, "seed": 7, "max_new_tokens": 12}}
+    first, second = (client.post("/v1/ask", json=body).json()["answer"] for _ in range(2))
+    assert first == second
+
+
+def test_streamed_answer_is_passages_then_deltas_then_citations(client: TestClient, sse) -> None:
+    with client.stream("POST", "/v1/ask", json={"query": COVERED, "stream": True, "top_k": 2}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = sse(response.read().decode())
+    names = [name for name, _ in events]
+    assert names[0] == "passages" and names[-1] == "done" and "delta" in names
+    assert set(names[1:-1]) == {"delta"}
+    passages, done = events[0][1], events[-1][1]
+    assert [p["number"] for p in passages["passages"]] == [1, 2]
+    streamed = "".join(data["text"] for name, data in events if name == "delta")
+    assert done["answer"] == streamed.strip()
+    assert done["usage"]["generated_tokens"] > 0 and "generate" in done["timings_ms"]
+    assert {"citations", "sentences", "unsupported_sentences"} <= set(done)
+
+
+def test_streamed_uncovered_question_has_no_deltas(client: TestClient, sse) -> None:
+    events = sse(client.post("/v1/ask", json={"query": OFF_TOPIC, "stream": True}).text)
+    assert [name for name, _ in events] == ["passages", "done"]
+    assert events[-1][1]["answer"] == NOT_COVERED_ANSWER
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> None:
+    services = make_services(generation_workers=1, generation_queue_size=0, retry_after_s=7)
+    client = TestClient(create_app(services.settings, services))
+    services.answerer.queue.reserve()  # another answer holds the only slot
+    response = client.post("/v1/ask", json={"query": COVERED, "stream": stream})
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "7" and response.json()["error"]["code"] == "busy"
+    # Searching is not queued behind generation.
+    assert client.post("/v1/search", json={"query": "wages"}).status_code == 200
+    # An uncovered question needs no generation slot.
+    assert client.post("/v1/ask", json={"query": OFF_TOPIC}).status_code == 200
+    assert "aer_rag_generation_rejected_total 1.0" in client.get("/metrics").text
+
+
+def test_rerank_on_and_off_in_answers(make_services) -> None:
+    services = make_services(reranker=True, coverage_min_rerank=-1e9, default_max_new_tokens=4)
+    client = TestClient(create_app(services.settings, services))
+    on = client.post("/v1/ask", json={"query": COVERED}).json()
+    assert on["rerank"]["applied"] and on["passages"][0]["scores"]["rerank_rank"] == 1
+    off = client.post("/v1/ask", json={"query": COVERED, "rerank": False}).json()
+    assert not off["rerank"]["applied"] and "Reranking was off for this answer." in off["notes"]
+
+
+def test_passages_that_do_not_fit_the_context_are_dropped_whole(make_services) -> None:
+    services = make_services(default_max_new_tokens=8)
+    client = TestClient(create_app(services.settings, services))
+    request = {"query": COVERED, "top_k": 5}
+    full = client.post("/v1/ask", json=request).json()
+    assert full["dropped_passages"] == 0
+    # Shrink the context below what all five passages need: the last ones must go, whole.
+    services.answerer.prompts.max_context = full["usage"]["prompt_tokens"] + 8 - 30
+    body = client.post("/v1/ask", json=request).json()
+    assert 0 < body["dropped_passages"] < 5
+    assert any("left out of the prompt" in note for note in body["notes"])
+    assert body["usage"]["prompt_tokens"] + 8 <= services.answerer.prompts.max_context

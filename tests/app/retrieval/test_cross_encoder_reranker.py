@@ -1,0 +1,68 @@
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+from app.retrieval.rerank import CrossEncoderReranker, RerankerUnavailable, passage_text
+from app.retrieval.types import RetrievedChunk
+from indexing.documents import Chunk, Document
+from indexing.embedding import default_model_dir
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path: Path) -> Path:
+    """A random 2-layer, 32-wide BERT with one output logit (and the real tokenizer), saved like a reranker."""
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=1)  # fmt: skip
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.mul_(100.0)  # spread the scores so their order is not float16 noise
+    out = tmp_path / "reranker"
+    model.to(torch.float16).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def candidate(doc_id: str, text: str, fused_rank: int) -> RetrievedChunk:
+    document = Document(doc_id=doc_id, doi="", title="", abstract=text, abstract_original=text, date="", year=None)
+    chunk = Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, position=0, text=text, char_start=0, char_end=len(text),
+                  title="")  # fmt: skip
+    return RetrievedChunk(chunk=chunk, document=document, fused_score=1 / fused_rank, fused_rank=fused_rank)
+
+
+TEXTS = ["trade distance", "minimum wage employment", "monetary policy rates", "risk labor market", "the wage"]
+
+
+def test_rerank_orders_by_the_model_scores_and_sets_them(tiny_model_dir: Path) -> None:
+    reranker = CrossEncoderReranker(tiny_model_dir, precision="float32")
+    query = "minimum wage"
+    scores = reranker.score(query, [passage_text("", text) for text in TEXTS])
+    # Feed the candidates worst-first by the model's own score, so a correct rerank must reverse them.
+    ascending = sorted(range(len(TEXTS)), key=lambda i: scores[i])
+    candidates = [candidate(f"d{i}", TEXTS[i], rank) for rank, i in enumerate(ascending, start=1)]
+
+    reranked = reranker.rerank(query, candidates, top_m=5)
+
+    assert [hit.chunk.doc_id for hit in reranked] == [f"d{i}" for i in reversed(ascending)]
+    assert [hit.rerank_rank for hit in reranked] == [1, 2, 3, 4, 5]
+    assert [hit.rerank_score for hit in reranked] == pytest.approx(sorted(scores.tolist(), reverse=True), abs=1e-5)
+    assert reranked[0].fused_rank == 5  # earlier stages' ranks are kept for display
+
+
+def test_only_top_m_are_scored_and_returned(tiny_model_dir: Path) -> None:
+    reranker = CrossEncoderReranker(tiny_model_dir, precision="float32")
+    candidates = [candidate(f"d{i}", text, i + 1) for i, text in enumerate(TEXTS)]
+    reranked = reranker.rerank("trade", candidates, top_m=3)
+    assert {hit.chunk.doc_id for hit in reranked} == {"d0", "d1", "d2"}
+    assert all(hit.rerank_score is None for hit in candidates[3:])
+    assert reranker.rerank("trade", [], top_m=3) == []
+
+
+def test_missing_or_invalid_model_dir_is_reported(tmp_path: Path, tiny_model_dir: Path) -> None:
+    with pytest.raises(RerankerUnavailable, match="No reranker model"):
+        CrossEncoderReranker(tmp_path / "nothing")
+    with pytest.raises(ValueError, match="precision"):
+        CrossEncoderReranker(tiny_model_dir, precision="int4")

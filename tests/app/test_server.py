@@ -1,0 +1,109 @@
+"""Against a real uvicorn server on 127.0.0.1: streaming over a socket, disconnects, startup refusal."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from app.main import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server(make_services) -> Iterator[tuple[str, object]]:
+    services = make_services()
+    config = uvicorn.Config(create_app(services.settings, services), host="127.0.0.1", port=free_port(),
+                            log_level="warning")  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{config.port}", services
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def metric(base: str, name: str) -> float:
+    for line in httpx.get(f"{base}/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_search_and_streamed_answer_over_http(server, sse) -> None:
+    base, _ = server
+    assert httpx.get(f"{base}/readyz").status_code == 200
+    hits = httpx.post(f"{base}/v1/search", json={"query": "carbon tax"}).json()["results"]
+    assert hits[0]["document"]["doi"] == "10.1257/test.5"
+    body = {"query": QUESTION, "stream": True, "generation": {"max_new_tokens": 12}}
+    with httpx.stream("POST", f"{base}/v1/ask", json=body, timeout=60) as response:
+        events = sse(response.read().decode())
+    assert [name for name, _ in events][0] == "passages" and events[-1][0] == "done"
+
+
+def test_client_disconnect_cancels_generation(server) -> None:
+    base, services = server
+    body = {"query": QUESTION, "stream": True, "generation": {"max_new_tokens": 1024}}
+    with httpx.stream("POST", f"{base}/v1/ask", json=body, timeout=60) as response:
+        lines = response.iter_lines()
+        while next(lines) != "event: delta":
+            pass  # read up to the first token, then hang up
+    deadline = time.monotonic() + 20
+    while metric(base, "aer_rag_generation_cancelled_total") < 1:
+        assert time.monotonic() < deadline, "generation was not cancelled after the client left"
+        time.sleep(0.05)
+    while services.answerer.queue.depth:
+        assert time.monotonic() < deadline, "the generation slot was not freed"
+        time.sleep(0.05)
+    assert metric(base, "aer_rag_generated_tokens_total") < 1024
+
+
+def run_app(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", "--port", str(free_port()), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_refuses_to_start_on_a_missing_index(tmp_path: Path) -> None:
+    result = run_app("--index", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert "cannot start" in result.stderr and "nowhere" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_refuses_to_start_on_a_corrupt_index(index_dir: Path, tmp_path: Path) -> None:
+    corrupt = tmp_path / "index"
+    shutil.copytree(index_dir.resolve(), corrupt)
+    victim = max((p for p in corrupt.iterdir() if p.name != "manifest.json"), key=lambda p: p.stat().st_size)
+    victim.write_bytes(victim.read_bytes()[:-10])
+    result = run_app("--index", str(corrupt))
+    assert result.returncode == 2 and "cannot start" in result.stderr
+    assert victim.name in result.stderr and "Traceback" not in result.stderr
+
+
+def test_refuses_an_index_built_with_another_embedding_model(index_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AER_RAG_EMBEDDING_MODEL", "sentence-transformers/some-other-model")
+    result = run_app("--index", str(index_dir))
+    assert result.returncode == 2 and "some-other-model" in result.stderr
