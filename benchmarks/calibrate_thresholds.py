@@ -1,0 +1,206 @@
+"""Calibrate the service's two thresholds on non-AER economics abstracts (never the AER corpus).
+
+1. Support threshold (citations): cosine similarity between an answer sentence and the closest passage
+   sentence. Claims are paper titles; a title is supported by its own abstract (positive) and not by
+   the most similar *other* abstract (a hard negative). The threshold maximises balanced accuracy.
+2. Coverage thresholds (refuse instead of answering): the best passage's dense cosine and rerank score
+   for questions whose paper is in a small index (covered) against questions on other subjects entirely
+   (off-topic). The threshold keeps 97.5% of covered questions answerable and refuses what it can.
+
+    .venv/bin/python -m benchmarks.calibrate_thresholds [--docs 1500] [--claims 400]
+
+Prints tables and writes benchmarks/results/calibration.json; copy the chosen values into app/config.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+
+import numpy as np
+
+from app.answering.citations import SupportChecker
+from app.answering.prompt import Passage
+from app.config import REPO_ROOT, Settings
+from app.retrieval.hybrid import HybridRetriever, HybridSettings
+from app.services import SearchPipeline, load_reranker
+from indexing.index import PublishedIndex
+from indexing.pipeline import IngestionPipeline, IngestionSettings
+
+ECON = REPO_ROOT.parent / "shared" / "data" / "econ_other_abstracts.csv"
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "calibration.json"
+WORK = REPO_ROOT / "var" / "calibration"
+
+OFF_TOPIC = [
+    "How long should sourdough bread bake and at what temperature?",
+    "What is the best way to train a puppy to sit?",
+    "Which planets in the solar system have rings?",
+    "How do I change a flat tire on a bicycle?",
+    "What are the symptoms of vitamin D deficiency?",
+    "Who painted the ceiling of the Sistine Chapel?",
+    "How does photosynthesis work in desert plants?",
+    "What is the difference between a violin and a viola?",
+    "How do volcanoes form along tectonic plate boundaries?",
+    "What are good exercises for lower back pain?",
+    "How do I install Python packages on Windows?",
+    "What is the plot of Shakespeare's Hamlet?",
+    "How many moons does Jupiter have?",
+    "What is the chemical formula of table salt?",
+    "How do honeybees communicate the location of flowers?",
+    "What temperature does water boil at high altitude?",
+    "Which football club has won the most Champions League titles?",
+    "How do I knit a scarf for beginners?",
+    "What causes the northern lights?",
+    "How should I care for a cactus indoors?",
+    "What is the tallest mountain in Africa?",
+    "How do vaccines train the immune system?",
+    "What were the main causes of the fall of the Roman Empire?",
+    "How does a jet engine produce thrust?",
+    "What is the recommended daily water intake for adults?",
+    "How do octopuses change color?",
+    "Which programming language should I learn for web development?",
+    "How is glass made from sand?",
+    "What is the life cycle of a butterfly?",
+    "How do I remove a red wine stain from a carpet?",
+    "What is dark matter in astrophysics?",
+    "How do you play the opening moves of the Sicilian Defense in chess?",
+    "What is the best season to visit Iceland?",
+    "How do earthquakes get measured on the Richter scale?",
+    "What does DNA polymerase do during replication?",
+    "How can I improve my sleep quality?",
+    "Who wrote the novel One Hundred Years of Solitude?",
+    "How do solar panels convert sunlight into electricity?",
+    "What is the migration route of monarch butterflies?",
+    "How do I make fresh pasta at home?",
+]
+
+
+def read_econ_rows() -> list[dict[str, str]]:
+    with ECON.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def best_threshold(positives: np.ndarray, negatives: np.ndarray) -> tuple[float, float]:
+    """The cut maximising balanced accuracy (mean of true-positive and true-negative rates)."""
+    candidates = np.unique(np.concatenate([positives, negatives]))
+    scores = [((positives >= t).mean() + (negatives < t).mean()) / 2 for t in candidates]
+    best = int(np.argmax(scores))
+    return float(candidates[best]), float(scores[best])
+
+
+def calibrate_support(index: PublishedIndex, rows: list[dict[str, str]], n_claims: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    sample = rng.sample(rows, n_claims)
+    abstracts = [row["abstract"] for row in sample]
+    vectors = index.embedder.encode(abstracts)
+    similarity = vectors @ vectors.T
+    np.fill_diagonal(similarity, -1)
+    checker = SupportChecker(index.embedder.encode, threshold=0.0)
+
+    def closeness(claim: str, text: str) -> float | None:
+        report = checker.check(claim, [Passage(1, "d", "d#0", "", None, text)])
+        claims = [s for s in report.sentences if s.is_claim]
+        return max(s.similarity for s in claims) if claims else None  # type: ignore[type-var]
+
+    positives, negatives = [], []
+    for i, row in enumerate(sample):
+        own = closeness(row["title"], row["abstract"])
+        other = closeness(row["title"], abstracts[int(similarity[i].argmax())])
+        if own is not None and other is not None:
+            positives.append(own)
+            negatives.append(other)
+    pos, neg = np.array(positives), np.array(negatives)
+    threshold, balanced = best_threshold(pos, neg)
+    return {
+        "pairs": len(pos),
+        "threshold": round(threshold, 3),
+        "balanced_accuracy": round(balanced, 3),
+        "supported_rate_own_abstract": round(float((pos >= threshold).mean()), 3),
+        "supported_rate_nearest_other_abstract": round(float((neg >= threshold).mean()), 3),
+        "own_mean": round(float(pos.mean()), 3),
+        "other_mean": round(float(neg.mean()), 3),
+    }
+
+
+def build_index(rows: list[dict[str, str]], n_docs: int, seed: int) -> tuple[PublishedIndex, list, list]:
+    rng = random.Random(seed)
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    indexed = shuffled[:n_docs]
+    WORK.mkdir(parents=True, exist_ok=True)
+    corpus = WORK / "corpus.csv"
+    with corpus.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(indexed)
+    IngestionPipeline(IngestionSettings(corpus=corpus, out_dir=WORK / "index", show_progress=True)).run()
+    return PublishedIndex.load(WORK / "index"), indexed, shuffled[n_docs:]
+
+
+def calibrate_coverage(index: PublishedIndex, indexed: list[dict[str, str]], n_queries: int, seed: int) -> dict:
+    settings = Settings()
+    rerank = load_reranker(settings, "cpu")
+    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
+    covered_queries = [f"What does research find about {row['title'].rstrip('.?')}?"
+                       for row in random.Random(seed).sample(indexed, n_queries)]  # fmt: skip
+    signals: dict[str, dict[str, list[float]]] = {"dense": {}, "rerank": {}}
+    for label, queries in (("covered", covered_queries), ("off_topic", OFF_TOPIC)):
+        for signal in signals:
+            signals[signal][label] = []
+        for query in queries:
+            outcome = search.run(query, 5, rerank=rerank.available)
+            signals["dense"][label].append(max(search.dense_similarities(query, outcome.hits)))
+            if rerank.available:
+                signals["rerank"][label].append(max(h.rerank_score for h in outcome.hits))  # type: ignore[type-var]
+    report: dict = {"reranker": rerank.reason}
+    for signal, by_label in signals.items():
+        if not by_label["covered"]:
+            continue
+        covered, off_topic = np.array(by_label["covered"]), np.array(by_label["off_topic"])
+        threshold = float(np.quantile(covered, 0.025))  # keep 97.5% of answerable questions
+        report[signal] = {
+            "threshold": round(threshold, 3),
+            "covered_answered": round(float((covered >= threshold).mean()), 3),
+            "off_topic_refused": round(float((off_topic < threshold).mean()), 3),
+            "covered_median": round(float(np.median(covered)), 3),
+            "off_topic_median": round(float(np.median(off_topic)), 3),
+            "off_topic_max": round(float(off_topic.max()), 3),
+        }
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=1500, help="economics abstracts in the calibration index")
+    parser.add_argument("--claims", type=int, default=400, help="title/abstract pairs for the support threshold")
+    parser.add_argument("--queries", type=int, default=200, help="covered questions for the coverage thresholds")
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+
+    rows = read_econ_rows()
+    index, indexed, _ = build_index(rows, args.docs, args.seed)
+    support = calibrate_support(index, rows, args.claims, args.seed)
+    coverage = calibrate_coverage(index, indexed, args.queries, args.seed)
+
+    print("\nSupport threshold (answer sentence vs closest passage sentence, cosine)")
+    print("| pairs | threshold | balanced acc. | own abstract supported | nearest other supported |")
+    print("|---:|---:|---:|---:|---:|")
+    print(f"| {support['pairs']} | {support['threshold']} | {support['balanced_accuracy']} | "
+          f"{support['supported_rate_own_abstract']} | {support['supported_rate_nearest_other_abstract']} |")
+    print("\nCoverage thresholds (best passage score; covered = paper in the index, off-topic = not economics)")
+    print("| signal | threshold | covered answered | off-topic refused | covered median | off-topic median |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for signal in ("dense", "rerank"):
+        if signal in coverage:
+            row = coverage[signal]
+            print(f"| {signal} | {row['threshold']} | {row['covered_answered']} | {row['off_topic_refused']} | "
+                  f"{row['covered_median']} | {row['off_topic_median']} |")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"support": support, "coverage": coverage, "args": vars(args)}, indent=2) + "\n")
+    print(f"\nwrote {RESULTS.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

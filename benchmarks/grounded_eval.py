@@ -1,0 +1,187 @@
+"""Grounded answering, base model vs LoRA fine-tuned, same prompts, side by side.
+
+Two sets:
+  * validation: the held-out split of models/grounded_data (non-AER abstracts; refusal examples have the
+    answer's abstract removed from the passages);
+  * aer: the 30 questions in benchmarks/aer_questions.jsonl (written from AER abstracts, never trained on),
+    passages retrieved from the real AER index (var/index) with the hybrid retriever; each question is
+    asked twice, with the retrieved passages and with the source abstract's chunks removed.
+Decoding: a few candidates are tried on the validation set; the one the fine-tuned model scores best with
+is then used for the AER set (for both models). Generations are cached under var/grounded_eval/.
+
+    python -m benchmarks.grounded_eval --adapter models/weights/smollm2-grounded-lora
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from app.answering.citations import SupportChecker
+from app.answering.prompt import Passage, PromptBuilder
+from app.config import Settings
+from models import Generator, SamplingParams
+from models.grounded_data import read_examples
+from models.grounded_metrics import AnswerScorer, summarize
+
+RESULTS = Path("benchmarks/results/grounded_eval.json")
+QUESTIONS = Path("benchmarks/aer_questions.jsonl")
+CACHE = Path("var/grounded_eval")
+MAX_NEW_TOKENS = 128
+# Candidates for the service's decoding defaults (all greedy: answers must be reproducible).
+DECODING = {
+    "greedy": SamplingParams(max_new_tokens=MAX_NEW_TOKENS),
+    "norepeat4": SamplingParams(max_new_tokens=MAX_NEW_TOKENS, no_repeat_ngram_size=4),
+    "rep1.15+norepeat4": SamplingParams(max_new_tokens=MAX_NEW_TOKENS, repetition_penalty=1.15,
+                                        no_repeat_ngram_size=4),
+}
+
+
+@dataclass
+class EvalCase:
+    case_id: str
+    question: str
+    passages: list[Passage]
+    answerable: bool
+    reference: str
+    target_doc_ids: list[str]
+
+
+def validation_cases(data_dir: Path, limit: int | None) -> list[EvalCase]:
+    examples = read_examples(data_dir / "validation.jsonl")[:limit]
+    return [EvalCase(e.example_id, e.question, e.passages, e.kind != "refusal", e.reference, e.target_doc_ids)
+            for e in examples]
+
+
+def aer_cases(index_dir: Path, passages: int, limit: int | None) -> list[EvalCase]:
+    """Each question with the top retrieved passages, and again with its source abstract removed."""
+    from app.answering.answerer import to_passages
+    from app.retrieval.hybrid import HybridRetriever
+    from indexing.index import PublishedIndex
+
+    index = PublishedIndex.load(index_dir)
+    retriever = HybridRetriever(index)
+    doc_of_doi = {d.doi: d.doc_id for d in index.documents.values() if d.doi}
+    cases = []
+    for i, line in enumerate(QUESTIONS.read_text().splitlines()[:limit]):
+        item = json.loads(line)
+        source = doc_of_doi[item["doi"]]
+        hits = retriever.retrieve(item["question"], top_n=passages + 10)
+        kept = hits[:passages]
+        without = [h for h in hits if h.document.doc_id != source][:passages]
+        cases.append(EvalCase(f"aer-{i:02d}", item["question"], to_passages(kept), True, item["reference"], [source]))
+        cases.append(EvalCase(f"aer-{i:02d}-removed", item["question"], to_passages(without), False, "", [source]))
+    return cases
+
+
+class ModelRunner:
+    """One generator (base, or base + merged adapter) that answers cases, with an on-disk cache."""
+
+    def __init__(self, name: str, adapter: Path | None, batch_size: int, dtype: str) -> None:
+        self.name = name
+        self.generator = Generator.from_pretrained(dtype=dtype, adapter=adapter)
+        self.prompts = PromptBuilder(self.generator.tokenizer, self.generator.max_context)
+        self.batch_size = batch_size
+        tag = hashlib.sha256((adapter / "adapter.safetensors").read_bytes()).hexdigest()[:10] if adapter else "base"
+        self.cache_tag = f"{name}-{tag}-{dtype}"
+
+    def answer(self, cases: list[EvalCase], decoding: str, set_name: str) -> tuple[dict[str, str], float]:
+        path = CACHE / f"{self.cache_tag}-{set_name}-{decoding}.jsonl"
+        done: dict[str, str] = {}
+        if path.is_file():
+            done = {r["case_id"]: r["answer"] for r in map(json.loads, path.read_text().splitlines())}
+        todo = [c for c in cases if c.case_id not in done]
+        started = time.perf_counter()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for first in range(0, len(todo), self.batch_size):
+            batch = todo[first : first + self.batch_size]
+            prompts = [self.prompts.render(c.question, c.passages) for c in batch]
+            results = self.generator.generate(prompts, DECODING[decoding])
+            with path.open("a") as handle:
+                for case, result in zip(batch, results, strict=True):
+                    done[case.case_id] = result.text.strip()
+                    handle.write(json.dumps({"case_id": case.case_id, "answer": done[case.case_id]}) + "\n")
+            print(f"  {self.name} {set_name} {decoding}: {len(done)}/{len(cases)}", flush=True)
+        return done, time.perf_counter() - started
+
+
+def decoding_score(summary: dict) -> float:
+    """How the decoding default is chosen: supported + correct markers + refusals, minus loops."""
+    return sum((summary[k] or 0.0) for k in ("supported_sentences", "correct_markers", "refusal_when_absent")) - (
+        2 * (summary["repetition_loops"] or 0.0))
+
+
+def print_table(results: dict) -> None:
+    metrics = ("supported_sentences", "correct_markers", "refusal_when_absent", "false_refusal", "cites_target",
+               "repetition_loops", "rouge_l")
+    for set_name, by_model in results["sets"].items():
+        print(f"\n{set_name} (decoding {by_model['decoding']}, {by_model['cases']} prompts)")
+        names = [m for m in by_model if m not in ("decoding", "cases")]
+        print(f"{'metric':<22}" + "".join(f"{n:>14}" for n in names))
+        for metric in metrics:
+            cells = [by_model[n][metric] for n in names]
+            print(f"{metric:<22}" + "".join(f"{'-' if v is None else f'{v:.3f}':>14}" for v in cells))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Grounded answering benchmark: base vs LoRA fine-tuned.")
+    parser.add_argument("--adapter", type=Path, default=Path("models/weights/smollm2-grounded-lora"))
+    parser.add_argument("--data", type=Path, default=Path("var/grounded_data"))
+    parser.add_argument("--index", type=Path, default=Path("var/index"))
+    parser.add_argument("--validation-limit", type=int, default=None)
+    parser.add_argument("--aer-limit", type=int, default=None, help="use only the first N AER questions")
+    parser.add_argument("--passages", type=int, default=3, help="passages per AER prompt")
+    parser.add_argument("--dtype", default="auto", help="generator dtype (auto = the service's: float32 on CPU)")
+    parser.add_argument("--decoding", nargs="+", default=list(DECODING), choices=list(DECODING))
+    parser.add_argument("--models", nargs="+", default=["base", "finetuned"], choices=["base", "finetuned"])
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch default)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    from indexing.embedding import Embedder
+
+    settings = Settings()
+    scorer = AnswerScorer(SupportChecker(Embedder(device="cpu").encode, settings.support_threshold))
+    sets = {"validation": validation_cases(args.data, args.validation_limit),
+            "aer": aer_cases(args.index, args.passages, args.aer_limit)}
+    runners = {name: ModelRunner(name, args.adapter if name == "finetuned" else None, args.batch_size, args.dtype)
+               for name in args.models}
+
+    def evaluate(runner: ModelRunner, set_name: str, decoding: str) -> dict:
+        answers, seconds = runner.answer(sets[set_name], decoding, set_name)
+        scores = [scorer.score(answers[c.case_id], c.passages, c.answerable, c.reference, c.target_doc_ids)
+                  for c in sets[set_name]]
+        return {**summarize(scores), "generation_s": round(seconds, 1)}
+
+    validation_grid = {d: {n: evaluate(r, "validation", d) for n, r in runners.items()} for d in args.decoding}
+    chooser = "finetuned" if "finetuned" in runners else next(iter(runners))
+    chosen = max(args.decoding, key=lambda d: decoding_score(validation_grid[d][chooser]))
+    results = {
+        "chosen_decoding": {"name": chosen, **asdict(DECODING[chosen])},
+        "support_threshold": settings.support_threshold,
+        "aer_passages_per_prompt": args.passages,
+        "adapter": str(args.adapter),
+        "validation_by_decoding": validation_grid,
+        "sets": {
+            "validation": {"decoding": chosen, "cases": len(sets["validation"]),
+                           **validation_grid[chosen]},
+            "aer": {"decoding": chosen, "cases": len(sets["aer"]),
+                    **{n: evaluate(r, "aer", chosen) for n, r in runners.items()}},
+        },
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+    print(f"\nchosen decoding: {chosen}; wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+import sys
+
+from indexing.cli import main
+
+sys.exit(main())

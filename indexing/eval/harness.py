@@ -1,0 +1,142 @@
+"""Runs retrieval configurations over a BEIR dataset through the service's own index and retrievers.
+
+The dataset's corpus is converted to the ingestion CSV and built by IngestionPipeline (cached: the
+pipeline itself skips the build when corpus and settings are unchanged); queries go through
+HybridRetriever and, optionally, CrossEncoderReranker, exactly as in the service.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.retrieval.hybrid import RETRIEVAL_MODES, HybridRetriever, HybridSettings
+from app.retrieval.rerank import CrossEncoderReranker
+from app.retrieval.types import RetrievedChunk
+from indexing.eval.beir import BeirCorpusConverter, BeirDataset, corpus_id_of
+from indexing.eval.metrics import STANDARD_METRICS, evaluate, per_query_scores
+from indexing.index import PublishedIndex
+from indexing.pipeline import IngestionPipeline, IngestionSettings
+
+log = logging.getLogger(__name__)
+
+
+def ingest_csv(corpus_csv: Path, index_dir: Path, device: str = "auto") -> PublishedIndex:
+    """Build (or reuse, when unchanged) the index of an ingestion CSV and load it."""
+    summary = IngestionPipeline(IngestionSettings(corpus=corpus_csv, out_dir=index_dir, device=device)).run()
+    log.info("index %s: %s", summary.status, summary.index_dir)
+    return PublishedIndex.load(index_dir)
+
+
+def ingest_beir(dataset: BeirDataset, work_dir: Path, device: str = "auto") -> PublishedIndex:
+    """Convert the BEIR corpus to <work_dir>/corpus.csv and build <work_dir>/index from it."""
+    corpus_csv = work_dir / "corpus.csv"
+    BeirCorpusConverter(dataset).write_csv(corpus_csv)
+    return ingest_csv(corpus_csv, work_dir / "index", device)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One row of the evaluation table."""
+
+    name: str
+    mode: str = "hybrid"
+    candidates: int = 100  # per retriever, as in the service
+    rrf_k: int = 60
+    bm25_weight: float = 1.0
+    dense_weight: float = 1.0
+    reranker_dir: Path | None = None
+    rerank_top_m: int = 30
+    depth: int = 100  # documents ranked per query (Recall@100 needs 100)
+
+    def __post_init__(self) -> None:
+        if self.mode not in RETRIEVAL_MODES:
+            raise ValueError(f"mode must be one of {', '.join(RETRIEVAL_MODES)}, not {self.mode!r}.")
+        if self.depth < 1 or self.rerank_top_m < 1:
+            raise ValueError("depth and rerank_top_m must be at least 1.")
+
+    def hybrid_settings(self) -> HybridSettings:
+        # Each retriever must reach deep enough for `depth` distinct documents after fusion.
+        return HybridSettings(
+            mode=self.mode,  # type: ignore[arg-type]
+            candidates=max(self.candidates, self.depth),
+            rrf_k=self.rrf_k,
+            bm25_weight=self.bm25_weight,
+            dense_weight=self.dense_weight,
+        )
+
+
+@dataclass
+class EvalResult:
+    config: EvalConfig
+    metrics: dict[str, float]
+    latency_ms: dict[str, float]  # per query: retrieval and rerank, mean / p50 / p95
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        config = {**vars(self.config), "reranker_dir": str(self.config.reranker_dir or "") or None}
+        return {"config": config, "metrics": self.metrics, "latency_ms": self.latency_ms}
+
+
+class RetrievalEvaluator:
+    """Evaluates configurations on one dataset and index; rerankers are loaded once per directory."""
+
+    def __init__(self, dataset: BeirDataset, index: PublishedIndex, device: str = "cpu") -> None:
+        self.dataset = dataset
+        self.index = index
+        self.device = device
+        self._rerankers: dict[Path, CrossEncoderReranker] = {}
+        self.corpus_id_by_doc = {doc_id: corpus_id_of(document) for doc_id, document in index.documents.items()}
+        unmapped = [doc_id for doc_id, corpus_id in self.corpus_id_by_doc.items() if corpus_id is None]
+        if unmapped:
+            raise ValueError(f"{len(unmapped)} indexed documents carry no BEIR id; is this the converted corpus?")
+
+    def run(self, config: EvalConfig) -> EvalResult:
+        retriever = HybridRetriever(self.index, config.hybrid_settings())
+        reranker = self._reranker(config.reranker_dir) if config.reranker_dir else None
+        run: dict[str, list[str]] = {}
+        retrieve_ms: list[float] = []
+        rerank_ms: list[float] = []
+        for query_id, text in self.dataset.queries.items():
+            started = time.perf_counter()
+            hits = retriever.retrieve(text, config.hybrid_settings().candidates)
+            retrieve_ms.append((time.perf_counter() - started) * 1000)
+            if reranker is not None:
+                started = time.perf_counter()
+                # The reranked head replaces the fused head; the fused tail keeps Recall@100 comparable.
+                hits = reranker.rerank(text, hits, top_m=config.rerank_top_m) + hits[config.rerank_top_m :]
+                rerank_ms.append((time.perf_counter() - started) * 1000)
+            run[query_id] = self.document_ranking(hits)[: config.depth]
+        latency = {f"retrieve_{key}": value for key, value in _summary(retrieve_ms).items()}
+        if rerank_ms:
+            latency.update({f"rerank_{key}": value for key, value in _summary(rerank_ms).items()})
+        return EvalResult(
+            config,
+            evaluate(run, self.dataset.qrels, STANDARD_METRICS),
+            latency,
+            per_query_scores(run, self.dataset.qrels, STANDARD_METRICS),
+        )
+
+    def document_ranking(self, hits: list[RetrievedChunk]) -> list[str]:
+        """BEIR corpus ids, each document at the rank of its best chunk."""
+        ranked: dict[str, None] = {}
+        for hit in hits:
+            ranked.setdefault(self.corpus_id_by_doc[hit.chunk.doc_id] or "", None)
+        return list(ranked)
+
+    def _reranker(self, model_dir: Path) -> CrossEncoderReranker:
+        if model_dir not in self._rerankers:
+            self._rerankers[model_dir] = CrossEncoderReranker(model_dir, device=self.device)
+        return self._rerankers[model_dir]
+
+
+def _summary(values_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+    return {
+        "mean": round(statistics.fmean(ordered), 2),
+        "p50": round(ordered[len(ordered) // 2], 2),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
+    }

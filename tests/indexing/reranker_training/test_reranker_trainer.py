@@ -1,0 +1,96 @@
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from app.retrieval.rerank import CrossEncoderReranker
+from indexing.embedding import default_model_dir
+from indexing.reranker_training.data import TrainingGroup, in_validation_split, inverse_cloze
+from indexing.reranker_training.trainer import RerankerTrainer, TrainingSettings
+
+# A signal a random tiny encoder can pick up within a few dozen steps: every relevant passage is about
+# wages, no negative is.
+QUERIES = ["labor market outcomes", "what happens to pay", "earnings of workers", "employment effects"]
+POSITIVES = ["Minimum wage increases and wages.", "Wage growth and wage rigidity.", "Wages of wage earners."]
+NEGATIVES = ["Trade flows fall with distance.", "Monetary policy shocks move rates.", "Bidders shade bids.",
+             "Sovereign default and spreads.", "Housing prices and credit."]  # fmt: skip
+
+
+@pytest.fixture
+def tiny_encoder_dir(tmp_path: Path) -> Path:
+    """A random 2-layer BERT encoder with the real tokenizer: the starting point, like all-MiniLM-L6-v2."""
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
+    torch.manual_seed(0)
+    # No dropout: with a random encoder and a few dozen steps, dropout noise hides the signal.
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)  # fmt: skip
+    out = tmp_path / "encoder"
+    BertModel(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def groups() -> list[TrainingGroup]:
+    return [
+        TrainingGroup(query, positive, tuple(NEGATIVES[(i + j) % 5] for j in range(3)), "test")
+        for i, (query, positive) in enumerate((q, p) for q in QUERIES for p in POSITIVES)
+    ]
+
+
+def train(init_dir: Path, steps: int, num_layers: int = 2) -> tuple[RerankerTrainer, list[float]]:
+    settings = TrainingSettings(steps=steps, groups_per_step=2, learning_rate=2e-3, max_length=48,
+                                num_layers=num_layers, precision="float32", log_every=10)  # fmt: skip
+    trainer = RerankerTrainer(init_dir, settings)
+    return trainer, trainer.train(groups())
+
+
+def test_training_learns_the_groups_and_saves_a_loadable_float16_model(tiny_encoder_dir: Path, tmp_path: Path) -> None:
+    trainer, losses = train(tiny_encoder_dir, steps=60)
+    assert sum(losses[-10:]) < 0.5 * sum(losses[:10])  # the positives pull ahead of their negatives
+    out = tmp_path / "reranker"
+    trainer.save(out, {"name": "tiny-test-reranker"})
+
+    assert {str(t.dtype) for t in load_file(out / "model.safetensors").values()} == {"torch.float16"}
+    assert json.loads((out / "reranker.json").read_text())["training"]["steps"] == 60
+    reranker = CrossEncoderReranker(out, precision="float32")
+    assert reranker.name == "tiny-test-reranker"
+    scores = reranker.score("how are wages set", [*NEGATIVES, "Wage bargaining and wages."])
+    assert scores.argmax() == len(NEGATIVES)
+
+
+def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -> None:
+    first, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
+    second, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
+    assert first.model.config.num_hidden_layers == 1
+    for (name, a), (_, b) in zip(first.model.state_dict().items(), second.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="steps=0"):
+        TrainingSettings(steps=0)
+    with pytest.raises(ValueError, match="max_length"):
+        TrainingSettings(max_length=8)
+
+
+def test_inverse_cloze_removes_the_query_sentence() -> None:
+    abstract = (
+        "We study how firms set prices when demand is uncertain. A model with menu costs is estimated. "
+        "Prices respond slowly to shocks in the data. Welfare losses from rigidity are small."
+    )
+    query, rest = inverse_cloze(abstract, random.Random(1))  # type: ignore[misc]
+    assert query in abstract and query not in rest
+    assert len(rest) + len(query) + 1 == len(abstract)
+    assert inverse_cloze("Too short. Two sentences.", random.Random(1)) is None
+
+
+def test_validation_split_is_stable_and_roughly_sized() -> None:
+    keys = [f"doc-{i}" for i in range(4000)]
+    held_out = [key for key in keys if in_validation_split(key, 0.05)]
+    assert held_out == [key for key in keys if in_validation_split(key, 0.05)]
+    assert 150 < len(held_out) < 250

@@ -1,0 +1,52 @@
+"""Slow: ingest the real AER corpus and check that sensible queries find their documents."""
+
+from pathlib import Path
+
+import pytest
+
+from indexing.cli import main
+from indexing.embedding import Embedder
+from indexing.index import PublishedIndex
+from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
+
+pytestmark = pytest.mark.slow
+
+# (query, a phrase that identifies the target abstract). Queries paraphrase; two targets have no title/DOI.
+QUERIES = [
+    ("bride exchange and women's welfare in rural Pakistan", "Can marriage institutions limit marital inefficiency"),
+    ("value of storm warnings on the Great Lakes", "The U.S. government established a national weather organization"),
+    ("costs of Clean Air Act regulation of carbon dioxide from power plants", "US climate policy is unfolding"),
+    ("banks on corporate boards and the separation of ownership and control", "how equity ownership and corporate"),
+]
+
+
+@pytest.fixture(scope="module")
+def real_build(tmp_path_factory: pytest.TempPathFactory, real_corpus: Path, embedder: Embedder) -> IngestionSummary:
+    out = tmp_path_factory.mktemp("real") / "index"
+    return IngestionPipeline(IngestionSettings(corpus=real_corpus, out_dir=out), embedder=embedder).run()
+
+
+def test_real_corpus_ingests_with_the_expected_counts(real_build: IngestionSummary) -> None:
+    assert real_build.status == "built"
+    assert real_build.rows_read == 2369
+    assert real_build.skipped == {"front matter": 2}
+    assert real_build.documents == 2367
+    assert real_build.documents <= real_build.chunks < real_build.documents * 1.1  # most abstracts: one chunk
+
+
+@pytest.mark.parametrize(("query", "target_phrase"), QUERIES)
+def test_queries_find_their_documents_in_both_indexes(
+    real_build: IngestionSummary, embedder: Embedder, query: str, target_phrase: str
+) -> None:
+    index = PublishedIndex.load(real_build.index_dir, embedder=embedder)
+    [target] = [doc_id for doc_id, document in index.documents.items() if target_phrase in document.abstract]
+    for search in (index.search_bm25, index.search_dense):
+        top_docs = [index.chunks[row].doc_id for row, _ in search(query, 5)]
+        assert target in top_docs, f"{search.__name__}: {query!r} -> {top_docs}"
+
+
+def test_rerun_is_a_noop_and_check_passes(real_build: IngestionSummary, real_corpus: Path) -> None:
+    out = real_build.index_dir.parent / "index"
+    settings = IngestionSettings(corpus=real_corpus, out_dir=out)
+    assert IngestionPipeline(settings).run().status == "unchanged"
+    assert main(["--corpus", str(real_corpus), "--out", str(out), "--check"]) == 0
