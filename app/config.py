@@ -54,10 +54,11 @@ class Settings(BaseSettings):
 
     # --- answering ---------------------------------------------------------------------------
     answer_top_k: int = Field(5, ge=1, le=20, description="Passages put into the prompt by default.")
-    # Calibrated by benchmarks/calibrate_thresholds.py on non-AER economics abstracts.
-    support_threshold: float = Field(0.55, ge=-1.0, le=1.0)
+    # Calibrated by benchmarks/calibrate_thresholds.py on non-AER economics abstracts
+    # (benchmarks/results/calibration.json).
+    support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     coverage_check: bool = Field(True, description="Refuse to generate when the corpus does not cover the question.")
-    coverage_min_dense: float = Field(0.30, ge=-1.0, le=1.0)
+    coverage_min_dense: float = Field(0.386, ge=-1.0, le=1.0)
     coverage_min_rerank: float = Field(-4.0)
     default_max_new_tokens: int = Field(200, ge=1, le=1024)
     default_repetition_penalty: float = Field(1.15, ge=1.0, le=2.0)

@@ -14,6 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreT
 
 from app.retrieval.types import RetrievedChunk
 from indexing.documents import indexed_text
+from indexing.embedding import resolve_precision as resolve_embedding_precision
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +33,15 @@ def passage_text(title: str, text: str) -> str:
     return indexed_text(title, text)
 
 
-def cpu_supports_bfloat16() -> bool:
-    """bfloat16 matmuls are only fast on CPUs with AVX512-BF16 or AMX; elsewhere they are emulated."""
-    checks = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
-
-
 def resolve_precision(precision: str, device: str) -> torch.dtype:
+    """"auto": the embedder's choice (bfloat16 where the hardware runs it natively), float16 on CUDA."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}.")
     if precision != "auto":
         return getattr(torch, precision)
     if device.startswith("cuda"):
         return torch.float16
-    return torch.bfloat16 if cpu_supports_bfloat16() else torch.float32
+    return torch.bfloat16 if resolve_embedding_precision("auto", "cpu") == "bf16" else torch.float32
 
 
 def autocast_for(device: str, dtype: torch.dtype) -> AbstractContextManager[object]:

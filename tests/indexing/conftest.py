@@ -16,7 +16,6 @@ from indexing.embedding import Embedder, EmbeddingModelFiles, TokenCounter
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
 
 COLUMNS = ["date", "title", "abstract", "authors", "journal", "doi", "url", "jel_codes", "date_original", "source"]
-REAL_CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "aer_abstracts.csv"
 
 # Five short abstracts on clearly different topics, in the corpus's own shape.
 SAMPLE_ROWS: list[dict[str, str]] = [
@@ -112,10 +111,3 @@ def build(embedder: Embedder) -> Callable[..., IngestionSummary]:
         return IngestionPipeline(settings, embedder=embedder).run()
 
     return run
-
-
-@pytest.fixture(scope="session")
-def real_corpus() -> Path:
-    if not REAL_CORPUS.is_file():
-        pytest.fail(f"The real corpus is expected at {REAL_CORPUS} (../shared beside the repository).")
-    return REAL_CORPUS

@@ -20,33 +20,28 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def real_build(tmp_path_factory: pytest.TempPathFactory, real_corpus: Path, embedder: Embedder) -> IngestionSummary:
-    out = tmp_path_factory.mktemp("real") / "index"
-    return IngestionPipeline(IngestionSettings(corpus=real_corpus, out_dir=out), embedder=embedder).run()
-
-
-def test_real_corpus_ingests_with_the_expected_counts(real_build: IngestionSummary) -> None:
-    assert real_build.status == "built"
-    assert real_build.rows_read == 2369
-    assert real_build.skipped == {"front matter": 2}
-    assert real_build.documents == 2367
-    assert real_build.documents <= real_build.chunks < real_build.documents * 1.1  # most abstracts: one chunk
+def test_real_corpus_ingests_with_the_expected_counts(real_index_build: IngestionSummary) -> None:
+    assert real_index_build.status == "built"
+    assert real_index_build.rows_read == 2369
+    assert real_index_build.skipped == {"front matter": 2}
+    assert real_index_build.documents == 2367
+    build = real_index_build
+    assert build.documents <= build.chunks < build.documents * 1.1  # most abstracts: one chunk
 
 
 @pytest.mark.parametrize(("query", "target_phrase"), QUERIES)
 def test_queries_find_their_documents_in_both_indexes(
-    real_build: IngestionSummary, embedder: Embedder, query: str, target_phrase: str
+    real_index_build: IngestionSummary, embedder: Embedder, query: str, target_phrase: str
 ) -> None:
-    index = PublishedIndex.load(real_build.index_dir, embedder=embedder)
+    index = PublishedIndex.load(real_index_build.index_dir, embedder=embedder)
     [target] = [doc_id for doc_id, document in index.documents.items() if target_phrase in document.abstract]
     for search in (index.search_bm25, index.search_dense):
         top_docs = [index.chunks[row].doc_id for row, _ in search(query, 5)]
         assert target in top_docs, f"{search.__name__}: {query!r} -> {top_docs}"
 
 
-def test_rerun_is_a_noop_and_check_passes(real_build: IngestionSummary, real_corpus: Path) -> None:
-    out = real_build.index_dir.parent / "index"
+def test_rerun_is_a_noop_and_check_passes(real_index_build: IngestionSummary, real_corpus: Path) -> None:
+    out = real_index_build.index_dir.parent / "index"
     settings = IngestionSettings(corpus=real_corpus, out_dir=out)
     assert IngestionPipeline(settings).run().status == "unchanged"
     assert main(["--corpus", str(real_corpus), "--out", str(out), "--check"]) == 0
