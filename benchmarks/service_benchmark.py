@@ -1,0 +1,170 @@
+"""Load-test the real service over loopback: search latency and throughput, answer time to first token.
+
+Starts `python -m app` (the real index, reranker and generator) on 127.0.0.1, then drives it with a
+bounded number of concurrent clients for a bounded number of requests:
+
+    .venv/bin/python -m benchmarks.service_benchmark [--index var/index] [--requests 64] [--answers 3]
+
+Prints a table and writes benchmarks/results/service_<device>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from app.config import REPO_ROOT
+
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+SEARCH_QUERIES = [
+    "minimum wage effects on employment", "monetary policy and bank lending", "trade shocks local labor markets",
+    "inflation expectations of firms", "school vouchers student achievement", "carbon tax emissions",
+    "microfinance household investment", "information frictions job search", "household debt and consumption",
+    "gender wage gap", "auction design spectrum", "tax evasion enforcement", "health insurance mandates",
+    "exchange rate pass-through", "housing prices and credit supply", "peer effects in education",
+]  # fmt: skip
+ASK_QUESTIONS = [
+    "Does raising the minimum wage reduce employment?",
+    "How do firms form their inflation expectations?",
+    "What happened to local labor markets exposed to Chinese import competition?",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def search_load(base: str, concurrency: int, requests: int, rerank: bool) -> dict:
+    latencies: list[float] = []
+    counter = iter(range(requests))
+
+    async def client_loop(client: httpx.AsyncClient) -> None:
+        for i in counter:
+            body = {"query": SEARCH_QUERIES[i % len(SEARCH_QUERIES)], "top_k": 10, "rerank": rerank}
+            started = time.perf_counter()
+            response = await client.post(f"{base}/v1/search", json=body)
+            response.raise_for_status()
+            latencies.append((time.perf_counter() - started) * 1000)
+
+    async with httpx.AsyncClient(timeout=120) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(client_loop(client) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p95_ms": round(percentile(latencies, 0.95), 1),
+        "throughput_rps": round(len(latencies) / elapsed, 1),
+        "requests": len(latencies),
+    }
+
+
+async def ask_timing(base: str, question: str, max_new_tokens: int) -> dict:
+    body = {"query": question, "top_k": 5, "stream": True, "coverage_check": False,
+            "generation": {"max_new_tokens": max_new_tokens}}  # fmt: skip
+    async with httpx.AsyncClient(timeout=600) as client:
+        started = time.perf_counter()
+        first_token = None
+        done: dict = {}
+        async with client.stream("POST", f"{base}/v1/ask", json=body) as response:
+            response.raise_for_status()
+            event = None
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                    if event == "delta" and first_token is None:
+                        first_token = time.perf_counter() - started
+                elif line.startswith("data: ") and event == "done":
+                    done = json.loads(line.removeprefix("data: "))
+        total = time.perf_counter() - started
+    return {
+        "ttft_s": round(first_token or total, 3),
+        "total_s": round(total, 3),
+        "generated_tokens": done.get("usage", {}).get("generated_tokens"),
+        "prompt_tokens": done.get("usage", {}).get("prompt_tokens"),
+    }
+
+
+def start_server(index: Path, device: str, port: int) -> subprocess.Popen:
+    env = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", "AER_RAG_GENERATION_QUEUE_SIZE": "64"}
+    command = [sys.executable, "-m", "app", "--index", str(index), "--device", device, "--port", str(port)]
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited with {server.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.terminate()
+    raise SystemExit("the server did not become ready in 300 s")
+
+
+async def run(base: str, args: argparse.Namespace) -> dict:
+    info = httpx.get(f"{base}/v1/info").json()
+    rerank_available = info["reranker"]["available"]
+    await search_load(base, 1, 8, rerank=False)  # warm-up
+    search = []
+    for rerank in ([False, True] if rerank_available else [False]):
+        for concurrency in (1, 16):
+            row = await search_load(base, concurrency, args.requests, rerank)
+            search.append({"rerank": rerank, "concurrency": concurrency, **row})
+    await ask_timing(base, ASK_QUESTIONS[0], 8)  # warm-up (and fills the prefix cache)
+    asks = [await ask_timing(base, q, args.max_new_tokens) for q in ASK_QUESTIONS[: args.answers]]
+    return {"device": info["device"], "reranker": info["reranker"]["model"], "search": search, "ask": asks}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--requests", type=int, default=64, help="search requests per row")
+    parser.add_argument("--answers", type=int, default=3, help="streamed answers to time")
+    parser.add_argument("--max-new-tokens", type=int, default=150)
+    args = parser.parse_args()
+
+    port = free_port()
+    server = start_server(args.index, args.device, port)
+    try:
+        result = asyncio.run(run(f"http://127.0.0.1:{port}", args))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    print(f"\nService on {result['device']} (reranker: {result['reranker']})")
+    print("| /v1/search | concurrency | p50 ms | p95 ms | requests/s |")
+    print("|---|---:|---:|---:|---:|")
+    for row in result["search"]:
+        label = "hybrid + rerank" if row["rerank"] else "hybrid"
+        print(f"| {label} | {row['concurrency']} | {row['p50_ms']} | {row['p95_ms']} | {row['throughput_rps']} |")
+    print("\n| /v1/ask (top_k 5, streamed) | prompt tokens | generated | first token s | total s |")
+    print("|---|---:|---:|---:|---:|")
+    for question, row in zip(ASK_QUESTIONS, result["ask"], strict=False):
+        print(f"| {question} | {row['prompt_tokens']} | {row['generated_tokens']} | {row['ttft_s']} | {row['total_s']} |")
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = RESULTS_DIR / f"service_{result['device']}.json"
+    out.write_text(json.dumps({**result, "args": {k: str(v) for k, v in vars(args).items()}}, indent=2) + "\n")
+    print(f"\nwrote {out.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
