@@ -159,7 +159,8 @@ def main() -> None:
     print("\n| /v1/ask (top_k 5, streamed) | prompt tokens | generated | first token s | total s |")
     print("|---|---:|---:|---:|---:|")
     for question, row in zip(ASK_QUESTIONS, result["ask"], strict=False):
-        print(f"| {question} | {row['prompt_tokens']} | {row['generated_tokens']} | {row['ttft_s']} | {row['total_s']} |")
+        counts = f"{row['prompt_tokens']} | {row['generated_tokens']}"
+        print(f"| {question} | {counts} | {row['ttft_s']} | {row['total_s']} |")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / f"service_{result['device']}.json"
     out.write_text(json.dumps({**result, "args": {k: str(v) for k, v in vars(args).items()}}, indent=2) + "\n")
