@@ -29,6 +29,7 @@ import torch
 from models.generate import Generator, SamplingParams, resolve_device, resolve_dtype
 from models.loading import build_model, default_gguf_path, load_gguf
 from models.model import ModelConfig
+from models.quantize import quantize_int8
 from models.tokenizer import Tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -62,6 +63,7 @@ class BenchmarkSettings:
     threads: int | None = None
     random_weights: bool = False
     skip_baseline: bool = False
+    skip_int8: bool = False  # CPU only: also time our engine with weight-only int8 (models/quantize.py)
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
@@ -252,6 +254,17 @@ def run(settings: BenchmarkSettings) -> dict:
     rows["ttft_s_rag_prompt_system_prefix_cached"] = {"ours": ours_ttft_prefix}
     rows[f"throughput_tokens_per_s_batch{settings.batch}"] = {"ours": ours_batch}
 
+    if device.type == "cpu" and not settings.skip_int8:
+        int8 = Generator(quantize_int8(build_model(config, tensors)), tokenizer, reuse_prefix=False)
+        time_ours_stream(int8, short[0], 4)  # warm-up
+        rows["decode_tokens_per_s_batch1"]["ours_int8"] = time_ours_stream(int8, short[1], settings.new_tokens)[1]
+        time_ours_first_token(int8, other_long_prompt)
+        rows["ttft_s_rag_prompt"]["ours_int8"], rows["ttft_cpu_seconds_rag_prompt"]["ours_int8"] = (
+            time_ours_first_token(int8, long_prompt))
+        rows[f"throughput_tokens_per_s_batch{settings.batch}"]["ours_int8"] = time_ours_batch(
+            int8, short, settings.batch_new_tokens)
+        del int8
+
     # transformers -----------------------------------------------------------------------------------
     if not settings.skip_baseline:
         hf = reference_model(config, tensors, device, dtype)
@@ -290,12 +303,13 @@ def run(settings: BenchmarkSettings) -> dict:
 def print_report(report: dict) -> None:
     print(f"\nDevice {report['environment']['device']} ({report['environment']['dtype']}, "
           f"{report['environment']['threads']} threads), RAG prompt {report['prompt_tokens']['rag']} tokens")
-    print(f"{'metric':<42} {'ours':>10} {'transformers':>13} {'ratio':>7}")
+    print(f"{'metric':<42} {'ours':>10} {'transformers':>13} {'ratio':>7} {'ours int8':>10}")
     for metric, values in report["results"].items():
-        ours, ref = values["ours"], values.get("transformers")
+        ours, ref, int8 = values["ours"], values.get("transformers"), values.get("ours_int8")
         ratio = "" if ref is None else f"{(ref / ours if metric.startswith('ttft') else ours / ref):.1f}x"
         ref_text = "" if ref is None else f"{ref:.3f}"
-        print(f"{metric:<42} {ours:>10.3f} {ref_text:>13} {ratio:>7}")
+        int8_text = "" if int8 is None else f"{int8:.3f}"
+        print(f"{metric:<42} {ours:>10.3f} {ref_text:>13} {ratio:>7} {int8_text:>10}")
     roof = report["roofline"]
     achieved = 100 * roof["achieved_fraction_batch1"]
     print(f"\nBatch-1 decode reads {roof['weight_bytes_per_token'] / 1e6:.0f} MB of weights per token; memory "
@@ -316,6 +330,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     parser.add_argument("--random-weights", action="store_true")
     parser.add_argument("--skip-baseline", action="store_true", help="only our engine")
+    parser.add_argument("--skip-int8", action="store_true", help="no int8 run of our engine on CPU")
     args = parser.parse_args(argv)
     settings = BenchmarkSettings(**vars(args))
     report = run(settings)

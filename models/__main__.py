@@ -1,0 +1,3 @@
+from models.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""The real SmolLM2-135M-Instruct GGUF: our logits against transformers' GGUF loader, and fluent answers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.generate import Generator, SamplingParams
+from models.model import KVCache
+
+pytestmark = pytest.mark.slow
+
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.fixture(scope="module")
+def reference_model(smollm_gguf: Path):
+    """transformers' own GGUF dequantization and Q/K handling, in its LlamaForCausalLM.
+
+    (AutoModelForCausalLM.from_pretrained(..., gguf_file=...) does the same but insists on `accelerate`.)
+    """
+    from transformers import AutoConfig, LlamaForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    config = AutoConfig.from_pretrained(smollm_gguf.parent, gguf_file=smollm_gguf.name)
+    model = LlamaForCausalLM(config).eval()
+    tensors = load_gguf_checkpoint(str(smollm_gguf), return_tensors=True, model_to_load=model)["tensors"]
+    model.load_state_dict(tensors, strict=False)
+    model.tie_weights()
+    return model
+
+
+def test_logits_match_transformers_gguf_loader(smollm_generator: Generator, reference_model) -> None:
+    prompt = smollm_generator.tokenizer.apply_chat_template(QUESTION)
+    ids = torch.tensor([smollm_generator.tokenizer.encode(prompt)])
+    model = smollm_generator.model
+    cache = KVCache.allocate(model.config, 1, ids.shape[1], torch.device("cpu"), torch.float32)
+    cache.key_valid[:] = True
+    with torch.no_grad():
+        ours = model(ids, cache, 0, last_only=False)[0]
+        expected = reference_model(ids).logits[0]
+    torch.testing.assert_close(ours, expected, atol=2e-3, rtol=1e-3)
+    assert torch.equal(ours.argmax(-1), expected.argmax(-1))
+
+
+def test_greedy_answer_matches_reference_and_is_on_topic(smollm_generator: Generator, reference_model) -> None:
+    prompt = smollm_generator.tokenizer.apply_chat_template(QUESTION)
+    (result,) = smollm_generator.generate([prompt], SamplingParams(max_new_tokens=24))
+    assert "Paris" in result.text and result.finish_reason == "stop"
+    ids = torch.tensor([smollm_generator.tokenizer.encode(prompt)])
+    with torch.no_grad():
+        expected = reference_model.generate(ids, max_new_tokens=24, do_sample=False)[0, ids.shape[1]:].tolist()
+    assert result.token_ids == [t for t in expected if t not in smollm_generator.tokenizer.eos_token_ids][
+        : len(result.token_ids)]
+
+
+def test_longer_answer_is_fluent_without_loops(smollm_generator: Generator) -> None:
+    messages = [
+        {"role": "system", "content": "You are a concise economics tutor."},
+        {"role": "user", "content": "Explain in two sentences what inflation is and why central banks raise "
+                                    "interest rates."},
+    ]
+    prompt = smollm_generator.tokenizer.apply_chat_template(messages)
+    (result,) = smollm_generator.generate([prompt], SamplingParams(max_new_tokens=64))
+    text = result.text.lower()
+    assert "inflation" in text and ("interest" in text or "rate" in text or "price" in text)
+    words = text.split()
+    assert len(words) > 15
+    trigrams = Counter(zip(words, words[1:], words[2:], strict=False))
+    assert max(trigrams.values()) <= 2, f"degenerate repetition: {result.text!r}"
+    # the streamed answer is the same text
+    assert "".join(smollm_generator.stream(prompt, SamplingParams(max_new_tokens=64))) == result.text
+
+
+def test_int8_weights_still_answer_correctly() -> None:
+    generator = Generator.from_pretrained(device="cpu", quantize="int8")
+    prompt = generator.tokenizer.apply_chat_template(QUESTION)
+    (result,) = generator.generate([prompt], SamplingParams(max_new_tokens=24))
+    assert "Paris" in result.text and result.finish_reason == "stop"
