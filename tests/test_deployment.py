@@ -21,8 +21,9 @@ SCHEMA_WHEEL = "docker-compose==1.29.2"
 
 
 @pytest.fixture(scope="session")
-def compose_schema(pytestconfig: pytest.Config) -> dict:
-    cache = pytestconfig.cache.mkdir("compose-spec")
+def compose_schema() -> dict:
+    cache = ROOT / "var" / "cache" / "compose-spec"  # git-ignored; downloaded once from PyPI
+    cache.mkdir(parents=True, exist_ok=True)
     wheels = list(cache.glob("docker_compose-*.whl"))
     if not wheels:
         subprocess.run(

@@ -132,13 +132,13 @@ class GenerationQueue:
         finally:
             # Reached on completion, error, timeout, or the client going away (GeneratorExit).
             cancel.set()
-            if not finished:
-                outcome.finish_reason = "cancelled"
-                self.metrics.generation_cancelled.inc()
-            # The slot stays taken until the worker thread has actually stopped.
-            if future.done():
+            if finished:
+                await future  # the worker has queued its last item and is returning
                 self._release()
             else:
+                outcome.finish_reason = "cancelled"
+                self.metrics.generation_cancelled.inc()
+                # The slot stays taken until the worker thread notices the cancel flag and stops.
                 future.add_done_callback(lambda _: self._release())
             outcome.text = "".join(pieces)
             outcome.seconds = time.perf_counter() - started
