@@ -182,11 +182,16 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=400, help="title/abstract pairs for the support threshold")
     parser.add_argument("--queries", type=int, default=200, help="covered questions for the coverage thresholds")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--skip-support", action="store_true",
+                        help="keep the support calibration from the last results file (e.g. after a new reranker)")
     args = parser.parse_args()
 
     rows = read_econ_rows()
     index, indexed, _ = build_index(rows, args.docs, args.seed)
-    support = calibrate_support(index, rows, args.claims, args.seed)
+    if args.skip_support:
+        support = json.loads(RESULTS.read_text())["support"]
+    else:
+        support = calibrate_support(index, rows, args.claims, args.seed)
     coverage = calibrate_coverage(index, indexed, args.queries, args.seed)
 
     print("\nSupport threshold (answer sentence vs closest passage sentence, cosine)")
