@@ -34,8 +34,10 @@ class Settings(BaseSettings):
     index_dir: Path = REPO_ROOT / "var" / "index"
     device: Literal["auto", "cpu", "cuda"] = "auto"
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    # Off by default: the in-repo reranker does not beat hybrid retrieval yet (see its MODEL_CARD.md);
+    # AER_RAG_RERANKER_DIR=models/weights/reranker turns it on.
     reranker_dir: Path | None = Field(
-        DEFAULT_RERANKER_DIR, description="Cross-encoder model directory; reranking is off when it is missing."
+        None, description="Cross-encoder model directory; reranking is off when unset or missing."
     )
     generator_path: Path | None = Field(
         None, description="A .gguf file or a Hugging Face style directory; default: SmolLM2-135M-Instruct."

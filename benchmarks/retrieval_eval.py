@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import sys
 from pathlib import Path
@@ -21,15 +22,15 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from app.retrieval.rerank import DEFAULT_RERANKER_DIR  # noqa: E402
+from app.config import DEFAULT_RERANKER_DIR  # noqa: E402
 from indexing.embedding import file_sha256  # noqa: E402
 from indexing.eval.beir import BeirDataset  # noqa: E402
 from indexing.eval.harness import EvalConfig, EvalResult, RetrievalEvaluator, ingest_beir  # noqa: E402
 from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noqa: E402
 
 DEFAULT_RERANKERS = (
-    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot'}",
-    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain'}",
+    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v2'}",
+    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v2'}",
 )
 
 
@@ -48,17 +49,20 @@ def parse_args() -> argparse.Namespace:
 
 
 def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
+    """One row per distinct model (by weights hash): the shipped model gets a row only if it is not
+    already one of the listed models, which are marked *shipped* instead."""
     rows: list[EvalConfig] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for spec in [*specs, f"shipped={DEFAULT_RERANKER_DIR}"]:
         label, _, directory = spec.partition("=")
         path = Path(directory).resolve()
         if not (path / "config.json").is_file():
             print(f"(skipping reranker {label}: no model at {path})")
             continue
-        if path in seen:
+        weights = file_sha256(path / "model.safetensors")
+        if weights in seen:
             continue
-        seen.add(path)
+        seen.add(weights)
         rows.append(EvalConfig(f"hybrid+rerank ({label})", reranker_dir=path, rerank_top_m=top_m))
     return rows
 
@@ -114,7 +118,13 @@ def main() -> None:
         "queries": len(dataset.queries),
         "documents_indexed": len(index.documents),
         "chunks_indexed": len(index.chunks),
-        "machine": {"cpu_threads": torch.get_num_threads(), "platform": platform.platform(), "device": args.device},
+        "machine": {
+            "cpu_threads": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "device": args.device,
+            # Latencies are only comparable at similar load: this machine's cores are shared.
+            "load_average_at_end": os.getloadavg(),
+        },
         "results": [{**result.to_json(), "shipped": bool(shipped_label(result))} for result in results],
         "table_markdown": table,
     }

@@ -22,6 +22,7 @@ from app.retrieval.hybrid import HybridRetriever
 from indexing.embedding import default_model_dir
 from indexing.eval.beir import BeirDataset, corpus_id_of
 from indexing.eval.harness import ingest_beir, ingest_csv
+from indexing.index import PublishedIndex
 from indexing.reranker_training.card import write_model_card
 from indexing.reranker_training.data import (
     EconomicsPairs,
@@ -104,17 +105,11 @@ def main(argv: list[str] | None = None) -> None:
         )
     ]  # fmt: skip
 
-    # SciFact train (a dev split held out); the index is the one the benchmark uses.
-    scifact = SciFactTrainPairs(args.scifact)
-    scifact_index = ingest_beir(BeirDataset.load(args.scifact), args.work_dir / "eval" / "scifact", device)
-    doc_id_of = {corpus_id_of(document): doc_id for doc_id, document in scifact_index.documents.items()}
-    dev_queries = [
-        ValidationQuery(qid, text, frozenset(doc_id_of[c] for c, grade in scifact.dataset.qrels[qid].items()
-                                             if grade > 0 and c in doc_id_of))
-        for qid, text in scifact.dataset.queries.items() if scifact.is_dev(qid)
-    ]  # fmt: skip
-    validations.append(RerankValidation("scifact-train-dev", dev_queries, HybridRetriever(scifact_index), True))
     if args.variant == "in-domain":
+        # SciFact train claims (a dev split held out for validation); the index is the benchmark's.
+        scifact = SciFactTrainPairs(args.scifact)
+        scifact_index = ingest_beir(BeirDataset.load(args.scifact), args.work_dir / "eval" / "scifact", device)
+        validations.append(scifact_dev_validation(scifact, scifact_index))
         groups += scifact.training_groups(HardNegativeMiner(scifact_index, mining, args.seed), scifact_index)
     counts = count_by_source(groups)
     log.info("training groups: %s", counts)
@@ -142,6 +137,16 @@ def main(argv: list[str] | None = None) -> None:
     trainer.save(args.out, info)
     write_model_card(args.out, info, settings)
     log.info("wrote %s", args.out)
+
+
+def scifact_dev_validation(scifact: SciFactTrainPairs, index: PublishedIndex) -> RerankValidation:
+    doc_id_of = {corpus_id_of(document): doc_id for doc_id, document in index.documents.items()}
+    queries = [
+        ValidationQuery(qid, text, frozenset(doc_id_of[c] for c, grade in scifact.dataset.qrels[qid].items()
+                                             if grade > 0 and c in doc_id_of))
+        for qid, text in scifact.dataset.queries.items() if scifact.is_dev(qid)
+    ]  # fmt: skip
+    return RerankValidation("scifact-train-dev", queries, HybridRetriever(index), show_title=True)
 
 
 def _validate(validation: RerankValidation, trainer: RerankerTrainer) -> dict[str, float]:

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from app.retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from app.retrieval.types import RetrievedChunk
 from indexing.documents import indexed_text
 from indexing.embedding import resolve_precision as resolve_embedding_precision
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RERANKER_DIR = Path(__file__).resolve().parents[2] / "models" / "weights" / "reranker"
 # Written beside the weights by the training script: the model's name and training settings.
 RERANKER_INFO_FILE = "reranker.json"
 PRECISIONS = ("auto", "float32", "bfloat16", "float16")
@@ -61,7 +61,7 @@ def score_pairs(
     device: str,
     dtype: torch.dtype = torch.float32,
 ) -> np.ndarray:
-    """Relevance logits for aligned (query, passage) pairs; shared by the service and training validation."""
+    """Relevance scores for aligned (query, passage) pairs; shared by the service and training validation."""
     if len(queries) != len(passages):
         raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
     scores: list[np.ndarray] = []
@@ -77,14 +77,13 @@ def score_pairs(
                 padding=True,
                 return_tensors="pt",
             ).to(device)
-            logits = model(**batch).logits
-            scores.append(logits[:, 0].float().cpu().numpy())
+            scores.append(model(**batch).float().cpu().numpy())
     model.train(was_training)
     return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
 
 
 class CrossEncoderReranker:
-    """Loads a sequence-classification model with one output (a relevance logit) from model_dir."""
+    """Loads a SegmentPoolingCrossEncoder and its tokenizer from model_dir (see cross_encoder.py)."""
 
     def __init__(
         self,
@@ -109,22 +108,15 @@ class CrossEncoderReranker:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
             # Shipped in float16 to halve the repo size; compute in float32 (plus autocast) for accuracy.
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                model_dir, local_files_only=True, dtype=torch.float32
-            ).to(device)
-        except (OSError, ValueError) as error:
+            self.model = SegmentPoolingCrossEncoder.load(model_dir).to(device)
+        except (OSError, ValueError, KeyError, RuntimeError) as error:
             raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
-        if self.model.config.num_labels != 1:
-            raise RerankerUnavailable(
-                f"The model in {model_dir} has {self.model.config.num_labels} outputs; a reranker needs 1."
-            )
-        self.model.eval()
         info_path = model_dir / RERANKER_INFO_FILE
         info = json.loads(info_path.read_text()) if info_path.is_file() else {}
         self.name: str = info.get("name", model_dir.name)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        """Relevance logits of each passage for the query (higher is more relevant)."""
+        """Relevance score of each passage for the query (higher is more relevant)."""
         return score_pairs(
             self.model,
             self.tokenizer,

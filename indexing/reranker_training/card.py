@@ -26,11 +26,13 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         f"# {info['name']}",
         "",
         "A BERT cross-encoder reranker for aer-rag: it reads a query and a passage together and returns one",
-        "relevance logit (higher = more relevant). Trained in this repository on CPU; no external model hub.",
+        "relevance score (higher = more relevant). Trained in this repository on CPU; no external model hub.",
         "",
         "## Model",
-        f"- Initialised from: {info['init']}; first {settings.num_layers} encoder layers kept, "
-        "plus a new one-logit scoring head.",
+        f"- Initialised from: {info['init']}; first {settings.num_layers} encoder layers kept.",
+        "- Scoring head (app/retrieval/cross_encoder.py): scale x cosine(mean of query tokens, mean of passage",
+        "  tokens) + a linear layer on the mean of all tokens, over the joint encoding. all-MiniLM-L6-v2 was",
+        "  trained with mean pooling, so a [CLS] classifier starts from a near-constant score.",
         f"- Input: `query [SEP] title\\npassage`, truncated to {settings.max_length} tokens during training.",
         "- Weights stored as float16 safetensors; the service computes in float32 with bfloat16 autocast "
         "where the CPU supports it.",
@@ -40,14 +42,15 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         "- econ-title: a non-AER economics title (econ_other_abstracts.csv) as the query for its abstract;",
         "  econ-ict: one sentence of an abstract as the query for the rest (inverse cloze);",
         "  scifact: a SciFact train claim and a cited abstract (5 in 6 of train claims; the rest is a dev split).",
-        f"- Hard negatives per group: {_mining(info['mining'])}, mined with the project's own BM25 and dense",
-        "  retrievers over indexes built by the real IngestionPipeline (economics index without titles).",
+        f"- Hard negatives per group: {_mining(info['mining'])},",
+        "  mined with the project's own BM25 and dense retrievers over indexes built by the real",
+        "  IngestionPipeline (the economics index without titles, so a title query cannot match itself).",
         "- 5% of economics documents (by a hash of their id) are held out for validation.",
         "",
         "## Training",
-        f"- Loss: softmax cross-entropy over each group (1 positive + negatives); {settings.steps} steps of "
-        f"{settings.groups_per_step} groups; AdamW lr {settings.learning_rate}, linear warm-up "
-        f"{settings.warmup_fraction:.0%} then decay; seed {settings.seed}.",
+        "- Loss: softmax cross-entropy over each group (1 positive + its negatives).",
+        f"- {settings.steps} steps of {settings.groups_per_step} groups; AdamW lr {settings.learning_rate}, "
+        f"linear warm-up {settings.warmup_fraction:.0%} then decay; seed {settings.seed}.",
         f"- Settings: `{asdict(settings)}`",
         "",
         "Reproduce:",

@@ -13,6 +13,7 @@ title query cannot be answered by matching the title itself.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from indexing.documents import Document
 from indexing.eval.beir import BeirDataset, corpus_id_of, write_ingestion_csv
 from indexing.index import PublishedIndex
 from indexing.loader import CorpusLoader
+
+log = logging.getLogger(__name__)
+PROGRESS_EVERY = 200  # groups between progress lines while mining
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,8 @@ class EconomicsPairs:
             else:
                 negatives = miner.mine(document.title, relevant, False)
                 groups.append(TrainingGroup(document.title, document.abstract, negatives, "econ-title"))
+            if len(groups) % PROGRESS_EVERY == 0:
+                log.info("mined %d of %d economics groups", len(groups), min(limit, len(train_documents)))
         return groups
 
     def validation_queries(self, untitled_ids: dict[str, str], limit: int) -> list[tuple[str, str]]:
@@ -194,6 +200,8 @@ class SciFactTrainPairs:
                 document = self.dataset.corpus[corpus_id]
                 positive = passage_text(document.title, document.text)
                 groups.append(TrainingGroup(query, positive, miner.mine(query, relevant, True), "scifact"))
+            if len(groups) % PROGRESS_EVERY == 0:
+                log.info("mined %d SciFact groups", len(groups))
         return groups
 
 

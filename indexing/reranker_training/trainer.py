@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from app.retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from app.retrieval.rerank import RERANKER_INFO_FILE, autocast_for, resolve_precision
 from indexing.reranker_training.data import TrainingGroup
 
@@ -50,20 +51,21 @@ class TrainingSettings:
 
 
 class RerankerTrainer:
-    """Fine-tunes a BERT sequence classifier (one logit) so positives outscore their group's negatives."""
+    """Fine-tunes a cross-encoder so each group's positive outscores its negatives.
+
+    init_dir is either a plain BERT encoder (all-MiniLM-L6-v2: a new reranker is built on it, keeping
+    its first num_layers layers) or an already trained reranker (training continues from it).
+    """
 
     def __init__(self, init_dir: Path, settings: TrainingSettings) -> None:
         self.settings = settings
         torch.manual_seed(settings.seed)
         self.dtype = resolve_precision(settings.precision, settings.device)
         self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(init_dir, local_files_only=True)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            init_dir, local_files_only=True, num_labels=1, dtype=torch.float32
-        )
-        if model.config.num_hidden_layers > settings.num_layers:
-            # Keep the lower layers: they carry most of the lexical/semantic matching ability.
-            model.bert.encoder.layer = model.bert.encoder.layer[: settings.num_layers]
-            model.config.num_hidden_layers = settings.num_layers
+        if (init_dir / RERANKER_INFO_FILE).is_file():
+            model = SegmentPoolingCrossEncoder.load(init_dir)
+        else:
+            model = SegmentPoolingCrossEncoder.from_encoder(init_dir, settings.num_layers)
         self.model = model.to(settings.device)
 
     def train(self, groups: list[TrainingGroup]) -> list[float]:
@@ -116,7 +118,7 @@ class RerankerTrainer:
             padding=True, return_tensors="pt",
         ).to(self.settings.device)  # fmt: skip
         with autocast_for(self.settings.device, self.dtype):
-            logits = self.model(**encoded).logits[:, 0].float()
+            logits = self.model(**encoded).float()
         # Softmax over each group; the positive is always at position 0 of its group.
         loss = logits.new_zeros(())
         offset = 0
@@ -129,11 +131,7 @@ class RerankerTrainer:
 
     def save(self, out_dir: Path, info: dict) -> None:
         """Write float16 safetensors, config, tokenizer and reranker.json (name, training settings)."""
-        out_dir.mkdir(parents=True, exist_ok=True)
-        half = AutoModelForSequenceClassification.from_config(self.model.config)
-        half.load_state_dict(self.model.state_dict())
-        half = half.to(torch.float16)
-        half.save_pretrained(out_dir, safe_serialization=True)
+        self.model.save(out_dir, dtype=torch.float16)
         self.tokenizer.save_pretrained(out_dir)
         payload = {**info, "max_length": self.settings.max_length, "training": asdict(self.settings)}
         (out_dir / RERANKER_INFO_FILE).write_text(json.dumps(payload, indent=2) + "\n")

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+from transformers import AutoTokenizer, BertConfig
 
 from app.config import Settings
 from app.main import create_app
 from app.metrics import ServiceMetrics
+from app.retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from app.services import RerankState, Services, build_services, load_reranker
 from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
@@ -95,13 +96,16 @@ def tiny_generator() -> Generator:
 
 @pytest.fixture(scope="session")
 def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A random 2-layer BERT cross-encoder with the real MiniLM tokenizer, saved as a reranker directory."""
+    """A random 2-layer, 32-wide reranker (with the real MiniLM tokenizer), saved like a trained one."""
     tokenizer = AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, num_labels=1)  # fmt: skip
+                        intermediate_size=64, max_position_embeddings=512)  # fmt: skip
+    model = SegmentPoolingCrossEncoder(config)
+    with torch.no_grad():
+        model.joint_head.weight.normal_(std=5.0)  # a random head, so scores differ beyond float16 noise
     out = tmp_path_factory.mktemp("reranker") / "tiny-cross-encoder"
-    BertForSequenceClassification(config).save_pretrained(out)
+    model.save(out)
     tokenizer.save_pretrained(out)
     return out
 

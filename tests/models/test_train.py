@@ -14,7 +14,7 @@ from models.grounded_data import GroundedExample
 from models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, read_adapter
 from models.model import KVCache, ModelConfig, Transformer
 from models.tokenizer import Tokenizer
-from models.train import TrainSettings, Trainer, answer_loss, lr_multiplier, tokenize_example
+from models.train import Trainer, TrainSettings, answer_loss, lr_multiplier, tokenize_example
 
 PASSAGES = [Passage(1, "a", "a#0", "Tea", 2001, "Tea is hot."), Passage(2, "b", "b#0", "Ice", 2002, "Ice is cold.")]
 EXAMPLES = [

@@ -1,29 +1,11 @@
 from pathlib import Path
 
 import pytest
-import torch
-from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
 from app.retrieval.rerank import CrossEncoderReranker, RerankerUnavailable, passage_text
 from app.retrieval.types import RetrievedChunk
 from indexing.documents import Chunk, Document
 from indexing.embedding import default_model_dir
-
-
-@pytest.fixture
-def tiny_model_dir(tmp_path: Path) -> Path:
-    """A random 2-layer, 32-wide BERT with one output logit (and the real tokenizer), saved like a reranker."""
-    tokenizer = AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=1)  # fmt: skip
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        model.classifier.weight.mul_(100.0)  # spread the scores so their order is not float16 noise
-    out = tmp_path / "reranker"
-    model.to(torch.float16).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 def candidate(doc_id: str, text: str, fused_rank: int) -> RetrievedChunk:
@@ -36,8 +18,8 @@ def candidate(doc_id: str, text: str, fused_rank: int) -> RetrievedChunk:
 TEXTS = ["trade distance", "minimum wage employment", "monetary policy rates", "risk labor market", "the wage"]
 
 
-def test_rerank_orders_by_the_model_scores_and_sets_them(tiny_model_dir: Path) -> None:
-    reranker = CrossEncoderReranker(tiny_model_dir, precision="float32")
+def test_rerank_orders_by_the_model_scores_and_sets_them(tiny_reranker_dir: Path) -> None:
+    reranker = CrossEncoderReranker(tiny_reranker_dir, precision="float32")
     query = "minimum wage"
     scores = reranker.score(query, [passage_text("", text) for text in TEXTS])
     # Feed the candidates worst-first by the model's own score, so a correct rerank must reverse them.
@@ -52,8 +34,8 @@ def test_rerank_orders_by_the_model_scores_and_sets_them(tiny_model_dir: Path) -
     assert reranked[0].fused_rank == 5  # earlier stages' ranks are kept for display
 
 
-def test_only_top_m_are_scored_and_returned(tiny_model_dir: Path) -> None:
-    reranker = CrossEncoderReranker(tiny_model_dir, precision="float32")
+def test_only_top_m_are_scored_and_returned(tiny_reranker_dir: Path) -> None:
+    reranker = CrossEncoderReranker(tiny_reranker_dir, precision="float32")
     candidates = [candidate(f"d{i}", text, i + 1) for i, text in enumerate(TEXTS)]
     reranked = reranker.rerank("trade", candidates, top_m=3)
     assert {hit.chunk.doc_id for hit in reranked} == {"d0", "d1", "d2"}
@@ -61,8 +43,10 @@ def test_only_top_m_are_scored_and_returned(tiny_model_dir: Path) -> None:
     assert reranker.rerank("trade", [], top_m=3) == []
 
 
-def test_missing_or_invalid_model_dir_is_reported(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_missing_or_invalid_model_dir_is_reported(tmp_path: Path, tiny_reranker_dir: Path) -> None:
     with pytest.raises(RerankerUnavailable, match="No reranker model"):
         CrossEncoderReranker(tmp_path / "nothing")
+    with pytest.raises(RerankerUnavailable, match="Could not load"):
+        CrossEncoderReranker(default_model_dir())  # a plain encoder, not a reranker
     with pytest.raises(ValueError, match="precision"):
-        CrossEncoderReranker(tiny_model_dir, precision="int4")
+        CrossEncoderReranker(tiny_reranker_dir, precision="int4")

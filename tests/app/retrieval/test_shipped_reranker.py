@@ -5,7 +5,8 @@ import json
 import pytest
 from safetensors import safe_open
 
-from app.retrieval.rerank import DEFAULT_RERANKER_DIR, CrossEncoderReranker
+from app.config import DEFAULT_RERANKER_DIR
+from app.retrieval.rerank import CrossEncoderReranker
 
 
 @pytest.mark.slow

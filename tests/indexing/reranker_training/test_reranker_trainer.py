@@ -54,6 +54,8 @@ def test_training_learns_the_groups_and_saves_a_loadable_float16_model(tiny_enco
     assert sum(losses[-10:]) < 0.5 * sum(losses[:10])  # the positives pull ahead of their negatives
     out = tmp_path / "reranker"
     trainer.save(out, {"name": "tiny-test-reranker"})
+    continued = RerankerTrainer(out, trainer.settings)  # a saved reranker is a valid starting point
+    assert torch.allclose(continued.model.similarity_scale, trainer.model.similarity_scale, atol=1e-2)
 
     assert {str(t.dtype) for t in load_file(out / "model.safetensors").values()} == {"torch.float16"}
     assert json.loads((out / "reranker.json").read_text())["training"]["steps"] == 60
@@ -66,7 +68,7 @@ def test_training_learns_the_groups_and_saves_a_loadable_float16_model(tiny_enco
 def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -> None:
     first, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
     second, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
-    assert first.model.config.num_hidden_layers == 1
+    assert first.model.config.num_hidden_layers == 1 and len(first.model.bert.encoder.layer) == 1
     for (name, a), (_, b) in zip(first.model.state_dict().items(), second.model.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
 

@@ -1,0 +1,87 @@
+"""The reranker network: a BERT that reads query and passage together, with a segment-pooling head.
+
+Why not BertForSequenceClassification: all-MiniLM-L6-v2 was trained with mean pooling, so its [CLS]
+vector barely varies between inputs and a CLS classifier starts from a constant score (training from
+there needs far more steps than a CPU budget allows). This head mean-pools the query tokens and the
+passage tokens of the joint encoding separately and scores
+
+    score = similarity_scale * cos(query mean, passage mean) + joint_head(mean of all tokens)
+
+so the untrained model already ranks like the bi-encoder it starts from (joint_head starts at zero),
+and training teaches the cross-attention layers and both head terms what relevance means.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import BertConfig, BertModel
+
+WEIGHTS_FILE = "model.safetensors"
+HEAD_NAME = "segment-pooling"  # stored in config.json as `reranker_head`
+
+
+class SegmentPoolingCrossEncoder(nn.Module):
+    def __init__(self, config: BertConfig, initial_scale: float = 20.0) -> None:
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.joint_head = nn.Linear(config.hidden_size, 1)
+        nn.init.zeros_(self.joint_head.weight)
+        nn.init.zeros_(self.joint_head.bias)
+        self.similarity_scale = nn.Parameter(torch.tensor(float(initial_scale)))
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        """One relevance score per pair, shape (batch,)."""
+        hidden = self.bert(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        passage_mask = mask * token_type_ids.unsqueeze(-1).to(hidden.dtype)
+        query_mask = mask - passage_mask
+        query = _masked_mean(hidden, query_mask)
+        passage = _masked_mean(hidden, passage_mask)
+        similarity = nn.functional.cosine_similarity(query.float(), passage.float(), dim=-1)
+        joint = self.joint_head(self.dropout(_masked_mean(hidden, mask))).squeeze(-1).float()
+        return self.similarity_scale.float() * similarity + joint
+
+    @classmethod
+    def from_encoder(cls, encoder_dir: Path, num_layers: int | None = None) -> SegmentPoolingCrossEncoder:
+        """A new reranker whose BERT is the (first num_layers layers of the) encoder in encoder_dir."""
+        encoder = BertModel.from_pretrained(encoder_dir, local_files_only=True, add_pooling_layer=False)
+        config = encoder.config
+        if num_layers is not None and num_layers < config.num_hidden_layers:
+            encoder.encoder.layer = encoder.encoder.layer[:num_layers]
+            config.num_hidden_layers = num_layers
+        model = cls(config)
+        model.bert.load_state_dict(encoder.state_dict())
+        return model
+
+    @classmethod
+    def load(cls, model_dir: Path) -> SegmentPoolingCrossEncoder:
+        """Load a saved reranker (weights may be float16 on disk; the model is float32 in memory)."""
+        config = BertConfig.from_pretrained(model_dir, local_files_only=True)
+        if getattr(config, "reranker_head", None) != HEAD_NAME:
+            raise ValueError(f"{model_dir}/config.json does not describe a {HEAD_NAME} reranker.")
+        model = cls(config)
+        state = {name: tensor.float() for name, tensor in load_file(model_dir / WEIGHTS_FILE).items()}
+        model.load_state_dict(state)
+        return model.eval()
+
+    def save(self, model_dir: Path, dtype: torch.dtype = torch.float16) -> None:
+        model_dir.mkdir(parents=True, exist_ok=True)
+        self.config.reranker_head = HEAD_NAME
+        self.config.architectures = [type(self).__name__]
+        self.config.save_pretrained(model_dir)
+        state = {name: tensor.detach().to(dtype).contiguous() for name, tensor in self.state_dict().items()}
+        save_file(state, model_dir / WEIGHTS_FILE, metadata={"format": "pt"})
+
+
+def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
