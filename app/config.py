@@ -60,8 +60,8 @@ class Settings(BaseSettings):
     # (benchmarks/results/calibration.json).
     support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     coverage_check: bool = Field(True, description="Refuse to generate when the corpus does not cover the question.")
-    coverage_min_dense: float = Field(0.386, ge=-1.0, le=1.0)
-    coverage_min_rerank: float = Field(-4.0)
+    coverage_min_dense: float = Field(0.366, ge=-1.0, le=1.0)
+    coverage_min_rerank: float = Field(9.06, description="For the shipped reranker's logits.")
     default_max_new_tokens: int = Field(200, ge=1, le=1024)
     default_repetition_penalty: float = Field(1.15, ge=1.0, le=2.0)
     default_no_repeat_ngram_size: int = Field(4, ge=0, le=10)
