@@ -79,7 +79,7 @@ class AskRequest(StrictModel):
     )
 
     query: Query
-    top_k: int = Field(5, ge=1, le=20, description="Passages put into the prompt.")
+    top_k: int | None = Field(None, ge=1, le=20, description="Passages put into the prompt; default from the settings.")
     mode: RetrievalMode = "hybrid"
     rerank: bool | None = None
     filters: Filters | None = None

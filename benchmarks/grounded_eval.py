@@ -35,9 +35,9 @@ QUESTIONS = Path("benchmarks/aer_questions.jsonl")
 CACHE = Path("var/grounded_eval")
 MAX_NEW_TOKENS = 128
 # Candidates for the service's decoding defaults (all greedy: answers must be reproducible).
-DECODING = {
-    "greedy": SamplingParams(max_new_tokens=MAX_NEW_TOKENS),
+DECODING = {  # on a tie the first wins: the no-repeat guard costs the fine-tuned model nothing
     "norepeat4": SamplingParams(max_new_tokens=MAX_NEW_TOKENS, no_repeat_ngram_size=4),
+    "greedy": SamplingParams(max_new_tokens=MAX_NEW_TOKENS),
     "rep1.15+norepeat4": SamplingParams(max_new_tokens=MAX_NEW_TOKENS, repetition_penalty=1.15,
                                         no_repeat_ngram_size=4),
 }
@@ -92,23 +92,28 @@ class ModelRunner:
         self.cache_tag = f"{name}-{tag}-{dtype}"
 
     def answer(self, cases: list[EvalCase], decoding: str, set_name: str) -> tuple[dict[str, str], float]:
+        """Answers by case id; a cached answer is reused only for the very same prompt."""
         path = CACHE / f"{self.cache_tag}-{set_name}-{decoding}.jsonl"
+        prompts = {c.case_id: self.prompts.render(c.question, c.passages) for c in cases}
+        digests = {case_id: hashlib.sha256(text.encode()).hexdigest()[:16] for case_id, text in prompts.items()}
         done: dict[str, str] = {}
         if path.is_file():
-            done = {r["case_id"]: r["answer"] for r in map(json.loads, path.read_text().splitlines())}
+            for row in map(json.loads, path.read_text().splitlines()):
+                if digests.get(row["case_id"]) == row.get("prompt_sha"):
+                    done[row["case_id"]] = row["answer"]
         todo = [c for c in cases if c.case_id not in done]
         started = time.perf_counter()
         path.parent.mkdir(parents=True, exist_ok=True)
         for first in range(0, len(todo), self.batch_size):
             batch = todo[first : first + self.batch_size]
-            prompts = [self.prompts.render(c.question, c.passages) for c in batch]
-            results = self.generator.generate(prompts, DECODING[decoding])
+            results = self.generator.generate([prompts[c.case_id] for c in batch], DECODING[decoding])
             with path.open("a") as handle:
                 for case, result in zip(batch, results, strict=True):
                     done[case.case_id] = result.text.strip()
-                    handle.write(json.dumps({"case_id": case.case_id, "answer": done[case.case_id]}) + "\n")
+                    row = {"case_id": case.case_id, "prompt_sha": digests[case.case_id], "answer": done[case.case_id]}
+                    handle.write(json.dumps(row) + "\n")
             print(f"  {self.name} {set_name} {decoding}: {len(done)}/{len(cases)}", flush=True)
-        return done, time.perf_counter() - started
+        return {case_id: done[case_id] for case_id in prompts}, time.perf_counter() - started
 
 
 def decoding_score(summary: dict) -> float:
@@ -141,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--decoding", nargs="+", default=list(DECODING), choices=list(DECODING))
     parser.add_argument("--models", nargs="+", default=["base", "finetuned"], choices=["base", "finetuned"])
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--validation-only", action="store_true", help="skip the AER set (e.g. to pre-fill the cache)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch default)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -150,8 +156,9 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = Settings()
     scorer = AnswerScorer(SupportChecker(Embedder(device="cpu").encode, settings.support_threshold))
-    sets = {"validation": validation_cases(args.data, args.validation_limit),
-            "aer": aer_cases(args.index, args.passages, args.aer_limit)}
+    sets = {"validation": validation_cases(args.data, args.validation_limit)}
+    if not args.validation_only:
+        sets["aer"] = aer_cases(args.index, args.passages, args.aer_limit)
     runners = {name: ModelRunner(name, args.adapter if name == "finetuned" else None, args.batch_size, args.dtype)
                for name in args.models}
 
@@ -164,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     validation_grid = {d: {n: evaluate(r, "validation", d) for n, r in runners.items()} for d in args.decoding}
     chooser = "finetuned" if "finetuned" in runners else next(iter(runners))
     chosen = max(args.decoding, key=lambda d: decoding_score(validation_grid[d][chooser]))
+    if args.validation_only:
+        print(json.dumps(validation_grid, indent=1))
+        return
     results = {
         "chosen_decoding": {"name": chosen, **asdict(DECODING[chosen])},
         "support_threshold": settings.support_threshold,

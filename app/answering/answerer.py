@@ -82,7 +82,8 @@ class Answerer:
         """Retrieve and decide; blocking (embedding, reranking), so callers run it in a thread."""
         timer = StageTimer()
         filters = SearchFilters(**request.filters.model_dump()) if request.filters else None
-        outcome = self.search.run(request.query, request.top_k, request.mode, filters, request.rerank, timer)
+        top_k = request.top_k or self.settings.answer_top_k
+        outcome = self.search.run(request.query, top_k, request.mode, filters, request.rerank, timer)
         params = self.sampling_params(request)
         passages = to_passages(outcome.hits)
         prepared = PreparedAnswer(request.query, outcome, passages, outcome.hits, None, params, None, timer)
