@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The project's own cross-encoder, trained by `python -m indexing.train_reranker` and shipped in the repo.
 DEFAULT_RERANKER_DIR = REPO_ROOT / "models" / "weights" / "reranker"
-# The in-repo LoRA adapter that makes the 135M generator answer from passages (absent until trained).
+# The in-repo LoRA adapter that teaches the 135M generator to answer from passages with [n] citations.
 DEFAULT_ADAPTER_DIR = REPO_ROOT / "models" / "weights" / "smollm2-grounded-lora"
 
 
@@ -42,8 +42,10 @@ class Settings(BaseSettings):
     generator_path: Path | None = Field(
         None, description="A .gguf file or a Hugging Face style directory; default: SmolLM2-135M-Instruct."
     )
+    # Off by default: the shipped adapter cites well but declines most answerable AER questions
+    # (see its ADAPTER_CARD.md); AER_RAG_GENERATOR_ADAPTER=models/weights/smollm2-grounded-lora turns it on.
     generator_adapter: Path | None = Field(
-        DEFAULT_ADAPTER_DIR, description="LoRA adapter merged into the generator at load; none when missing."
+        None, description=f"LoRA adapter merged into the generator at load, e.g. {DEFAULT_ADAPTER_DIR}."
     )
     generator_dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
 

@@ -150,9 +150,8 @@ def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> 
     rerank = load_reranker(settings, device)
     log.info("reranker: %s", rerank.reason)
     adapter = settings.generator_adapter
-    if adapter is not None and not adapter.exists():
-        log.info("no generator adapter at %s; using the base model", adapter)
-        adapter = None
+    if adapter is not None and not adapter.is_dir():
+        raise FileNotFoundError(f"No generator adapter at {adapter} (AER_RAG_GENERATOR_ADAPTER).")
     dtype = None if settings.generator_dtype == "auto" else settings.generator_dtype
     generator = Generator.from_pretrained(settings.generator_path, device=device, dtype=dtype, adapter=adapter)
     return build_services(settings, metrics, index, rerank, generator, device)

@@ -131,4 +131,6 @@ def test_generator_applies_the_adapter_at_load(tmp_path: Path, tiny_gguf: Path) 
 
     adapted = Generator.from_pretrained(tiny_gguf, device="cpu", adapter=tmp_path / "adapter")
     assert not lora_layers(adapted.model)  # merged: inference costs what the base model costs
-    torch.testing.assert_close(logits(adapted.model, TOKENS), expected, atol=1e-5, rtol=1e-5)
+    # Merged (W + BA)x and unmerged Wx + B(Ax) round differently in float32: 1e-4 is that noise, far
+    # below the adapter's own effect on the logits.
+    torch.testing.assert_close(logits(adapted.model, TOKENS), expected, atol=1e-4, rtol=1e-4)
