@@ -15,6 +15,7 @@ from app.config import Settings
 from app.metrics import ServiceMetrics
 from app.retrieval.hybrid import HybridRetriever, HybridSettings
 from app.retrieval.types import RetrievedChunk, SearchFilters
+from indexing.embedding import resolve_device
 from indexing.index import PublishedIndex
 
 if TYPE_CHECKING:
@@ -129,14 +130,6 @@ class Services:
 
     def close(self) -> None:
         self.answerer.queue.shutdown()
-
-
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> Services:
