@@ -69,6 +69,7 @@ class SearchPipeline:
         self.retriever = retriever
         self.rerank = rerank
         self.rerank_top_m = rerank_top_m
+        self._row_of = {chunk.chunk_id: row for row, chunk in enumerate(index.chunks)}
 
     def run(
         self,
@@ -97,12 +98,12 @@ class SearchPipeline:
         return SearchOutcome(hits[:top_k], use_rerank, timer.timings_ms)
 
     def dense_similarities(self, query: str, hits: list[RetrievedChunk]) -> list[float]:
-        """Cosine similarity of the query to each hit (reusing scores the dense retriever already has)."""
+        """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored
+        chunk vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
         if all(hit.dense_score is not None for hit in hits):
             return [float(hit.dense_score) for hit in hits]  # type: ignore[arg-type]
-        query_vector = self.index.encode_query(query)
-        passage_vectors = self.index.embedder.encode([hit.chunk.text for hit in hits])
-        return (passage_vectors @ query_vector).astype(np.float64).tolist()
+        rows = [self._row_of[hit.chunk.chunk_id] for hit in hits]
+        return (self.index.dense.vectors[rows] @ self.index.encode_query(query)).astype(np.float64).tolist()
 
 
 def load_reranker(settings: Settings, device: str) -> RerankState:
