@@ -21,11 +21,7 @@ def search_hit(hit: RetrievedChunk, rank: int) -> SearchHit:
     return SearchHit(
         rank=rank, chunk_id=chunk.chunk_id, position=chunk.position, text=chunk.text,
         char_start=chunk.char_start, char_end=chunk.char_end, document=document_out(hit.document),
-        scores=StageScores(
-            bm25_score=hit.bm25_score, bm25_rank=hit.bm25_rank, dense_score=hit.dense_score,
-            dense_rank=hit.dense_rank, fused_score=hit.fused_score, fused_rank=hit.fused_rank,
-            rerank_score=hit.rerank_score, rerank_rank=hit.rerank_rank,
-        ),
+        scores=StageScores(**{name: getattr(hit, name) for name in StageScores.model_fields}),
     )
 
 
