@@ -1,7 +1,10 @@
 """Grounded question-answering examples for fine-tuning the generator, built from non-AER abstracts only.
 
 For a target abstract the builder writes:
-  * a question derived by rules from its title,
+  * a question: most are written by the base model itself from the abstract's key finding and kept only if
+    they pass a filter (QuestionWriter); the rest, and any rejected one, are derived by rules from the title.
+    Users ask about what a paper found ("Does X raise Y?"), not about its title, and a model trained on
+    title questions only learns to refuse whenever no passage title echoes the question,
   * k passages in the service's prompt format: one window of the target abstract (the one holding its key
     finding) at a random position among hard negatives (windows of other abstracts that the project's
     BM25 ranks highest for the question),
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import re
 from dataclasses import asdict, dataclass
@@ -28,13 +32,33 @@ from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.chunking import ChunkingSettings, SentenceChunker, split_sentences
 from indexing.documents import Chunk, Document
 from indexing.loader import CorpusLoader
+from models.generate import Generator
+from models.sampling import SamplingParams
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CORPUS = Path("../shared/data/econ_other_abstracts.csv")
 AER_JOURNAL = "american economic review"
 # Sentences that state a result; the earlier a cue appears in this list, the stronger it is.
-FINDING_CUES = ("we find", "find that", "finds that", "results show", "results suggest", "we show", "show that",
-                "shows that", "evidence", "results indicate", "suggest that", "suggests that", "we estimate",
-                "conclude", "demonstrate", "implies that", "results")
+FINDING_CUES = (
+    "we find",
+    "find that",
+    "finds that",
+    "results show",
+    "results suggest",
+    "we show",
+    "show that",
+    "shows that",
+    "evidence",
+    "results indicate",
+    "suggest that",
+    "suggests that",
+    "we estimate",
+    "conclude",
+    "demonstrate",
+    "implies that",
+    "results",
+)
 QUESTION_TEMPLATES = (
     "What does research find about {topic}?",
     "What is known about {topic}?",
@@ -43,14 +67,41 @@ QUESTION_TEMPLATES = (
     "What does the evidence show about {topic}?",
 )
 MULTI_TEMPLATE = "What do studies find about {first} and about {second}?"
+# Few-shot examples for the question writer (invented findings, not from any corpus).
+QUESTION_EXAMPLES = (
+    (
+        "The authors find that minimum wage increases reduce teen employment only slightly.",
+        "How do minimum wage increases affect teen employment?",
+    ),
+    (
+        "Results show that firms with more independent boards pay their CEOs less.",
+        "Does board independence affect CEO pay?",
+    ),
+    (
+        "The authors show that remittances smooth household consumption after droughts.",
+        "How do remittances help households cope with droughts?",
+    ),
+)
+QUESTION_WRITER_SYSTEM = "You write one short question that a given finding answers."
+# A written question naming the source gives the answer away ("What does this paper find?").
+_SOURCE_WORDS = re.compile(r"\b(paper|article|study|studies|authors?|abstract|passage|finding|findings)\b", re.I)
 # First-person phrasing of abstracts, rewritten so that the answer reports the study rather than speaks for it.
-_VOICE = tuple((re.compile(pattern), replacement) for pattern, replacement in (
-    (r"\bIn this (paper|article|study), (we|I)\b", "The authors"),
-    (r"\b(This|this) (paper|article)\b", r"\1 study"),
-    (r"\bWe\b", "The authors"), (r"\bwe\b", "the authors"), (r"\bOur\b", "Their"), (r"\bour\b", "their"),
-    (r"\bus\b", "them"), (r"(^|[.!?] )I\b", r"\1The authors"), (r"\bI\b", "the authors"),
-    (r"\bMy\b", "Their"), (r"\bmy\b", "their"),
-))
+_VOICE = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"\bIn this (paper|article|study), (we|I)\b", "The authors"),
+        (r"\b(This|this) (paper|article)\b", r"\1 study"),
+        (r"\bWe\b", "The authors"),
+        (r"\bwe\b", "the authors"),
+        (r"\bOur\b", "Their"),
+        (r"\bour\b", "their"),
+        (r"\bus\b", "them"),
+        (r"(^|[.!?] )I\b", r"\1The authors"),
+        (r"\bI\b", "the authors"),
+        (r"\bMy\b", "Their"),
+        (r"\bmy\b", "their"),
+    )
+)
 
 
 class WordCounter:
@@ -74,10 +125,13 @@ class GroundedDataSettings:
     train_abstracts: int = 1500  # target abstracts used for training examples
     validation_abstracts: int = 60  # held out: never a target, a negative or a second target in training
     passages: int = 3  # k, passages per prompt
-    max_passage_words: int = 60  # keeps prompts short (CPU training); title words count too
+    max_passage_words: int = 100  # about the size of the service's chunks; title words count too
     multi_share: float = 0.2
     refusal_share: float = 0.25
     max_answer_words: int = 60
+    # Share of single and refusal examples whose question the base model writes from the finding (0: all
+    # questions come from titles by rules, and no model is loaded).
+    written_question_share: float = 0.7
     seed: int = 13
 
     def __post_init__(self) -> None:
@@ -89,6 +143,8 @@ class GroundedDataSettings:
             raise ValueError("max_passage_words must be >= 32 (the chunker's minimum) and max_answer_words >= 10.")
         if not (self.multi_share >= 0 and self.refusal_share >= 0 and self.multi_share + self.refusal_share < 1):
             raise ValueError("multi_share and refusal_share must be >= 0 and sum to less than 1.")
+        if not 0 <= self.written_question_share <= 1:
+            raise ValueError(f"written_question_share must be between 0 and 1, got {self.written_question_share}.")
 
 
 @dataclass
@@ -138,20 +194,81 @@ def cite(sentence: str, number: int) -> str:
     return f"{body.rstrip('.!?').rstrip()} [{number}]{end}"
 
 
-class GroundedDataBuilder:
-    """Entry point: `build()` -> (train, validation) examples, also written as JSONL under out_dir."""
+def _content_stems(text: str) -> set[str]:
+    """Crude stems of the content words (5-letter prefixes of words of 4+ letters), for overlap tests."""
+    return {word[:5] for word in re.findall(r"[a-z]{4,}", text.lower())}
 
-    def __init__(self, settings: GroundedDataSettings) -> None:
+
+def accept_question(question: str, finding: str) -> bool:
+    """Whether a written question is usable: one short question, about the finding's content, that does
+    not point at its source."""
+    words = question.split()
+    return (
+        question.endswith("?")
+        and question.count("?") == 1
+        and 4 <= len(words) <= 30
+        and "[" not in question
+        and not _SOURCE_WORDS.search(question)
+        and len(_content_stems(question) & _content_stems(finding)) >= 2
+    )
+
+
+class QuestionWriter:
+    """Has the generator write a question that a finding answers (greedy, few-shot); rejects bad ones."""
+
+    def __init__(self, generator: Generator, batch_size: int = 16, max_new_tokens: int = 40) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        self.generator = generator
+        self.batch_size = batch_size
+        self.params = SamplingParams(max_new_tokens=max_new_tokens, stop=("\n",))
+
+    def prompt(self, finding: str) -> str:
+        messages = [{"role": "system", "content": QUESTION_WRITER_SYSTEM}]
+        for example_finding, example_question in QUESTION_EXAMPLES:
+            messages.append({"role": "user", "content": f"Finding: {example_finding}\nQuestion:"})
+            messages.append({"role": "assistant", "content": example_question})
+        messages.append({"role": "user", "content": f"Finding: {finding}\nQuestion:"})
+        return self.generator.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+
+    def write(self, findings: list[str]) -> list[str | None]:
+        """One question per finding, or None where the written question fails accept_question (or the
+        prompt would not fit the model's context)."""
+        budget = self.generator.max_context - self.params.max_new_tokens
+        prompts = [self.prompt(finding) for finding in findings]
+        fits = [i for i, prompt in enumerate(prompts) if self.generator.count_tokens(prompt) <= budget]
+        questions: list[str | None] = [None] * len(findings)
+        for start in range(0, len(fits), self.batch_size):
+            batch = fits[start : start + self.batch_size]
+            results = self.generator.generate([prompts[i] for i in batch], self.params)
+            for i, result in zip(batch, results, strict=True):
+                question = " ".join(result.text.split())
+                questions[i] = question if accept_question(question, findings[i]) else None
+            log.info("wrote questions for %d of %d findings", start + len(batch), len(fits))
+        return questions
+
+
+class GroundedDataBuilder:
+    """Entry point: `build()` -> (train, validation) examples, also written as JSONL under out_dir.
+
+    question_writer: used when settings.written_question_share > 0; by default the base SmolLM2 is loaded.
+    """
+
+    def __init__(self, settings: GroundedDataSettings, question_writer: QuestionWriter | None = None) -> None:
         self.settings = settings
         self.rng = random.Random(settings.seed)
+        self.question_writer = question_writer
+        self.written_questions: dict[str, str] = {}  # target doc id -> accepted written question
 
     # ------------------------------------------------------------------ corpus
     def load_documents(self) -> list[Document]:
         corpus = CorpusLoader().load(self.settings.corpus)
         aer = [d.row_number for d in corpus.documents if d.journal.strip().lower() == AER_JOURNAL]
         if aer:
-            raise ValueError(f"{self.settings.corpus} holds American Economic Review rows (e.g. row {aer[0]}); "
-                             "grounded training data must never contain AER abstracts.")
+            raise ValueError(
+                f"{self.settings.corpus} holds American Economic Review rows (e.g. row {aer[0]}); "
+                "grounded training data must never contain AER abstracts."
+            )
         return [d for d in corpus.documents if d.title and len(split_sentences(d.abstract)) >= 2]
 
     def build(self) -> tuple[list[GroundedExample], list[GroundedExample]]:
@@ -172,19 +289,22 @@ class GroundedDataBuilder:
             raise ValueError(f"The corpus has {len(order)} usable abstracts; {needed} targets were asked for.")
         validation_ids = order[: self.settings.validation_abstracts]
         train_ids = order[self.settings.validation_abstracts : needed]
+        self._write_questions(order[:needed])
         # Validation abstracts appear nowhere in training, not even as negatives.
         in_validation = np.isin(self.doc_of_row, validation_ids)
         train = self._examples(train_ids, negatives=~in_validation, partners=~in_validation, split="train")
         # Validation negatives may come from anywhere (a negative reveals no validation answer), but a second
         # target must itself be held out.
-        validation = self._examples(validation_ids, negatives=np.ones(len(self.chunks), dtype=bool),
-                                    partners=in_validation, split="validation")
+        validation = self._examples(
+            validation_ids, negatives=np.ones(len(self.chunks), dtype=bool), partners=in_validation, split="validation"
+        )
         self._write(train, validation)
         return train, validation
 
     # ------------------------------------------------------------------ examples
-    def _examples(self, targets: list[str], negatives: np.ndarray, partners: np.ndarray,
-                  split: str) -> list[GroundedExample]:
+    def _examples(
+        self, targets: list[str], negatives: np.ndarray, partners: np.ndarray, split: str
+    ) -> list[GroundedExample]:
         """negatives: rows allowed as hard negatives; partners: rows allowed as the second target of "multi"."""
         examples = []
         for i, doc_id in enumerate(targets):
@@ -218,14 +338,30 @@ class GroundedDataBuilder:
         index = sentences.index(best[4])
         finding = [best[4]]
         # A second sentence when it also states a result and the answer stays short.
-        if (index + 1 < len(sentences) and finding_score(sentences[index + 1]) > 0
-                and len((best[4] + " " + sentences[index + 1]).split()) <= self.settings.max_answer_words):
+        if (
+            index + 1 < len(sentences)
+            and finding_score(sentences[index + 1]) > 0
+            and len((best[4] + " " + sentences[index + 1]).split()) <= self.settings.max_answer_words
+        ):
             finding.append(sentences[index + 1])
         return chunk, [third_person(s) for s in finding]
 
+    def _write_questions(self, targets: list[str]) -> None:
+        """Written questions for a seeded share of the targets (drawn before any example, so the draw does
+        not depend on which questions the filter rejects)."""
+        chosen = [doc_id for doc_id in targets if self.rng.random() < self.settings.written_question_share]
+        if not chosen:
+            return
+        if self.question_writer is None:
+            self.question_writer = QuestionWriter(Generator.from_pretrained(dtype="auto"))
+        findings = [" ".join(self._finding(doc_id)[1]) for doc_id in chosen]
+        written = self.question_writer.write(findings)
+        self.written_questions = {doc_id: q for doc_id, q in zip(chosen, written, strict=True) if q is not None}
+        log.info("%d of %d written questions accepted", len(self.written_questions), len(chosen))
+
     def _question(self, doc_id: str) -> str:
-        template = self.rng.choice(QUESTION_TEMPLATES)
-        return template.format(topic=question_topic(self.documents[doc_id].title))
+        template = self.rng.choice(QUESTION_TEMPLATES)  # drawn always, so the rng sequence stays aligned
+        return self.written_questions.get(doc_id) or template.format(topic=question_topic(self.documents[doc_id].title))
 
     def _negatives(self, question: str, exclude: set[str], allowed: np.ndarray, count: int) -> list[Chunk]:
         """The BM25 top windows for the question from other abstracts, one per abstract."""
@@ -246,8 +382,17 @@ class GroundedDataBuilder:
         return picked
 
     def _passages(self, chunks: list[Chunk]) -> list[Passage]:
-        return [Passage(number=i + 1, doc_id=c.doc_id, chunk_id=c.chunk_id, title=c.title,
-                        year=self.documents[c.doc_id].year, text=c.text) for i, c in enumerate(chunks)]
+        return [
+            Passage(
+                number=i + 1,
+                doc_id=c.doc_id,
+                chunk_id=c.chunk_id,
+                title=c.title,
+                year=self.documents[c.doc_id].year,
+                text=c.text,
+            )
+            for i, c in enumerate(chunks)
+        ]
 
     def _single(self, doc_id: str, allowed: np.ndarray) -> GroundedExample | None:
         question = self._question(doc_id)
@@ -263,14 +408,17 @@ class GroundedDataBuilder:
         first_title = self.documents[doc_id].title
         neighbours = self._negatives(first_title, {doc_id}, partners, 1)
         second_id = neighbours[0].doc_id
-        question = MULTI_TEMPLATE.format(first=question_topic(first_title),
-                                         second=question_topic(self.documents[second_id].title))
+        question = MULTI_TEMPLATE.format(
+            first=question_topic(first_title), second=question_topic(self.documents[second_id].title)
+        )
         (first, first_finding), (second, second_finding) = self._finding(doc_id), self._finding(second_id)
         chunks = self._negatives(question, {doc_id, second_id}, allowed, self.settings.passages - 2)
         for target in (first, second):
             chunks.insert(self.rng.randrange(len(chunks) + 1), target)
-        answer = " ".join(cite(finding[0], chunks.index(target) + 1)
-                          for target, finding in ((first, first_finding), (second, second_finding)))
+        answer = " ".join(
+            cite(finding[0], chunks.index(target) + 1)
+            for target, finding in ((first, first_finding), (second, second_finding))
+        )
         reference = f"{first_finding[0]} {second_finding[0]}"
         return GroundedExample("", "multi", question, self._passages(chunks), answer, [doc_id, second_id], reference)
 
@@ -306,13 +454,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train", type=int, default=1500, help="target abstracts for training")
     parser.add_argument("--validation", type=int, default=60, help="held-out target abstracts")
     parser.add_argument("--passages", type=int, default=3)
-    parser.add_argument("--max-passage-words", type=int, default=60)
+    parser.add_argument("--max-passage-words", type=int, default=100)
+    parser.add_argument(
+        "--written-question-share",
+        type=float,
+        default=0.7,
+        help="share of questions the base model writes from the key finding (0: titles only)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads for the question writer")
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
-        settings = GroundedDataSettings(corpus=args.corpus, out_dir=args.out, train_abstracts=args.train,
-                                        validation_abstracts=args.validation, passages=args.passages,
-                                        max_passage_words=args.max_passage_words, seed=args.seed)
+        settings = GroundedDataSettings(
+            corpus=args.corpus,
+            out_dir=args.out,
+            train_abstracts=args.train,
+            validation_abstracts=args.validation,
+            passages=args.passages,
+            max_passage_words=args.max_passage_words,
+            written_question_share=args.written_question_share,
+            seed=args.seed,
+        )
         train, validation = GroundedDataBuilder(settings).build()
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None

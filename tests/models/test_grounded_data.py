@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 
 from app.answering.prompt import NOT_COVERED_ANSWER
+from models.generate import Generator
 from models.grounded_data import (
+    QUESTION_TEMPLATES,
     GroundedDataBuilder,
     GroundedDataSettings,
     GroundedExample,
+    QuestionWriter,
+    accept_question,
     cite,
     question_topic,
     read_examples,
@@ -44,13 +48,19 @@ def write_corpus(path: Path, journal: str = "Journal of Testing") -> Path:
     return path
 
 
-def build(tmp_path: Path, **overrides: object) -> tuple[list[GroundedExample], list[GroundedExample]]:
+def build(
+    tmp_path: Path, writer: QuestionWriter | None = None, **overrides: object
+) -> tuple[list[GroundedExample], list[GroundedExample]]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     settings = dict(corpus=write_corpus(tmp_path / "corpus.csv"), out_dir=tmp_path / "out", train_abstracts=20,
                     validation_abstracts=6, passages=3, max_passage_words=32, multi_share=0.3,
-                    refusal_share=0.3, seed=3)
+                    refusal_share=0.3, written_question_share=0.0, seed=3)
     settings.update(overrides)
-    return GroundedDataBuilder(GroundedDataSettings(**settings)).build()
+    return GroundedDataBuilder(GroundedDataSettings(**settings), question_writer=writer).build()
+
+
+def is_title_question(question: str) -> bool:
+    return any(re.fullmatch(re.escape(t).replace(r"\{topic\}", ".+"), question) for t in QUESTION_TEMPLATES)
 
 
 def markers(text: str) -> list[int]:
@@ -120,8 +130,41 @@ def test_text_rules() -> None:
     assert cite("Did prices rise?", 1) == "Did prices rise [1]?"
 
 
+def test_written_questions_are_filtered() -> None:
+    finding = "The authors find that tariff reforms raised welfare by 3 percent."
+    assert accept_question("How did tariff reforms affect welfare?", finding)
+    assert not accept_question("How did tariff reforms affect welfare", finding)  # not a question
+    assert not accept_question("What does this paper find about tariff reforms and welfare?", finding)  # source
+    assert not accept_question("Why do people vote in elections?", finding)  # not about the finding
+    assert not accept_question("Tariffs?", finding)  # too short
+    assert not accept_question("Did tariff reforms raise welfare? Did prices fall?", finding)  # two questions
+
+
+def test_rejected_written_questions_fall_back_to_title_questions(tmp_path: Path, tiny_generator: Generator) -> None:
+    # A tiny random model writes gibberish: every question is rejected and the builder uses the title rules.
+    writer = QuestionWriter(tiny_generator, batch_size=8, max_new_tokens=8)
+    train, validation = build(tmp_path, writer, written_question_share=1.0)
+    assert all(is_title_question(e.question) for e in train + validation if e.kind != "multi")
+
+
+@pytest.mark.slow
+def test_smollm_writes_questions_about_the_finding(tmp_path: Path, smollm_generator: Generator) -> None:
+    train, validation = build(tmp_path, QuestionWriter(smollm_generator), written_question_share=1.0)
+    examples = [e for e in train + validation if e.kind != "multi"]
+    written = [e for e in examples if not is_title_question(e.question)]
+    assert len(written) >= len(examples) // 2
+    for example in written:
+        source = next(p.text for p in example.passages if p.doc_id == example.target_doc_ids[0]) \
+            if example.kind == "single" else ""
+        assert example.question.endswith("?")
+        if source:  # the question shares content words with the abstract it was written from
+            assert len(set(re.findall(r"[a-z]{5,}", example.question.lower())) &
+                       set(re.findall(r"[a-z]{5,}", source.lower()))) >= 1
+
+
 @pytest.mark.parametrize("overrides", [{"passages": 1}, {"train_abstracts": 0}, {"multi_share": 0.6,
-                                                                                  "refusal_share": 0.5}])
+                                                                                  "refusal_share": 0.5},
+                                       {"written_question_share": 1.5}])
 def test_invalid_settings_are_rejected(overrides: dict) -> None:
     with pytest.raises(ValueError):
         GroundedDataSettings(**overrides)
