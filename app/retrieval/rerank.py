@@ -19,9 +19,32 @@ from indexing.embedding import resolve_precision as resolve_embedding_precision
 
 log = logging.getLogger(__name__)
 
-# Written beside the weights by the training script: the model's name and training settings.
+# Written beside the weights by the training script: the model's name, training settings and the
+# first-stage weight chosen on validation data.
 RERANKER_INFO_FILE = "reranker.json"
 PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+# Damping of the rank fusion below, as in the hybrid retriever's RRF.
+RANK_FUSION_K = 60
+
+
+def rerank_order(scores: np.ndarray, first_stage_weight: float = 0.0) -> np.ndarray:
+    """Candidate indices (candidates given in first-stage order) best first after the rerank stage.
+
+    With first_stage_weight 0 this is the cross-encoder's order. Otherwise each candidate scores
+    1/(k + cross-encoder rank) + first_stage_weight/(k + first-stage rank): a small reranker and the
+    retrievers make different mistakes, so keeping a say for the first stage is more accurate than
+    either alone (the weight is chosen on validation data when the reranker is trained).
+    """
+    if first_stage_weight < 0:
+        raise ValueError(f"first_stage_weight must not be negative, not {first_stage_weight}.")
+    by_score = np.argsort(-scores, kind="stable")  # stable: equal scores keep the first-stage order
+    if first_stage_weight == 0:
+        return by_score
+    rerank_rank = np.empty(len(scores))
+    rerank_rank[by_score] = np.arange(1, len(scores) + 1)
+    first_rank = np.arange(1, len(scores) + 1)
+    fused = 1.0 / (RANK_FUSION_K + rerank_rank) + first_stage_weight / (RANK_FUSION_K + first_rank)
+    return np.argsort(-fused, kind="stable")
 
 
 class RerankerUnavailable(RuntimeError):
@@ -83,7 +106,10 @@ def score_pairs(
 
 
 class CrossEncoderReranker:
-    """Loads a SegmentPoolingCrossEncoder and its tokenizer from model_dir (see cross_encoder.py)."""
+    """Loads a SegmentPoolingCrossEncoder and its tokenizer from model_dir (see cross_encoder.py).
+
+    first_stage_weight: see rerank_order; None takes the value stored with the model (0 if none is).
+    """
 
     def __init__(
         self,
@@ -92,6 +118,7 @@ class CrossEncoderReranker:
         max_length: int = 256,
         batch_size: int = 32,
         precision: str = "auto",
+        first_stage_weight: float | None = None,
     ) -> None:
         if max_length < 16:
             raise ValueError(f"max_length must be at least 16 tokens, not {max_length}.")
@@ -114,6 +141,11 @@ class CrossEncoderReranker:
         info_path = model_dir / RERANKER_INFO_FILE
         info = json.loads(info_path.read_text()) if info_path.is_file() else {}
         self.name: str = info.get("name", model_dir.name)
+        if first_stage_weight is None:
+            first_stage_weight = float(info.get("first_stage_weight", 0.0))
+        if first_stage_weight < 0:
+            raise ValueError(f"first_stage_weight must not be negative, not {first_stage_weight}.")
+        self.first_stage_weight = first_stage_weight
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance score of each passage for the query (higher is more relevant)."""
@@ -129,7 +161,8 @@ class CrossEncoderReranker:
         )
 
     def rerank(self, query: str, candidates: list[RetrievedChunk], top_m: int = 30) -> list[RetrievedChunk]:
-        """Score the first top_m candidates, set rerank_score/rerank_rank, return them best first.
+        """Score the first top_m candidates, set rerank_score (the model's) and rerank_rank (the position
+        after this stage, see rerank_order), return them best first.
 
         Candidates after top_m are dropped: the caller decides how deep the reranker looks.
         """
@@ -139,8 +172,7 @@ class CrossEncoderReranker:
         if not pool:
             return []
         scores = self.score(query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool])
-        # A stable sort on the negated score keeps the fused order among equal scores.
-        order = np.argsort(-scores, kind="stable")
+        order = rerank_order(scores, self.first_stage_weight)
         reranked = [pool[i] for i in order]
         for rank, i in enumerate(order, start=1):
             pool[i].rerank_score = float(scores[i])

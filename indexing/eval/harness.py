@@ -68,6 +68,7 @@ class EvalConfig:
     dense_weight: float = 1.0
     reranker_dir: Path | None = None
     rerank_top_m: int = 30
+    first_stage_weight: float | None = None  # None: the value stored with the reranker
     depth: int = 100  # documents ranked per query (Recall@100 needs 100)
 
     def __post_init__(self) -> None:
@@ -106,7 +107,7 @@ class RetrievalEvaluator:
         self.dataset = dataset
         self.index = index
         self.device = device
-        self._rerankers: dict[Path, CrossEncoderReranker] = {}
+        self._rerankers: dict[tuple[Path, float | None], CrossEncoderReranker] = {}
         # Rerank rows share the candidates of the hybrid row with the same settings: (hits, ms) per query.
         self._retrieved: dict[tuple[HybridSettings, str], tuple[list[RetrievedChunk], float]] = {}
         self.corpus_id_by_doc = {doc_id: corpus_id_of(document) for doc_id, document in index.documents.items()}
@@ -116,7 +117,7 @@ class RetrievalEvaluator:
 
     def run(self, config: EvalConfig) -> EvalResult:
         retriever = HybridRetriever(self.index, config.hybrid_settings())
-        reranker = self._reranker(config.reranker_dir) if config.reranker_dir else None
+        reranker = self._reranker(config.reranker_dir, config.first_stage_weight) if config.reranker_dir else None
         run: dict[str, list[str]] = {}
         retrieve_ms: list[float] = []
         rerank_ms: list[float] = []
@@ -156,10 +157,11 @@ class RetrievalEvaluator:
             ranked.setdefault(self.corpus_id_by_doc[hit.chunk.doc_id] or "", None)
         return list(ranked)
 
-    def _reranker(self, model_dir: Path) -> CrossEncoderReranker:
-        if model_dir not in self._rerankers:
-            self._rerankers[model_dir] = CrossEncoderReranker(model_dir, device=self.device)
-        return self._rerankers[model_dir]
+    def _reranker(self, model_dir: Path, first_stage_weight: float | None) -> CrossEncoderReranker:
+        key = (model_dir, first_stage_weight)
+        if key not in self._rerankers:
+            self._rerankers[key] = CrossEncoderReranker(model_dir, self.device, first_stage_weight=first_stage_weight)
+        return self._rerankers[key]
 
 
 def _summary(values_ms: list[float]) -> dict[str, float]:

@@ -61,6 +61,10 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         "## Validation (held-out splits; rerank of the hybrid top-30 chunks)",
         *_validation_table(info["validation"]),
         "",
+        f"The service merges the model's order with the hybrid order (first-stage weight "
+        f"{info.get('first_stage_weight', 0.0):g}, see `rerank_order` in app/retrieval/rerank.py); the weight",
+        "was chosen on the held-out economics split and is stored in reranker.json.",
+        "",
         "## SciFact test (BEIR, 300 queries)",
         EVALUATION_START,
         evaluation,

@@ -35,7 +35,7 @@ class TrainingSettings:
 
     def __post_init__(self) -> None:
         checks = {
-            "steps": self.steps >= 1,
+            "steps": self.steps >= 0,  # 0: no training, only validate (and re-save) the initial model
             "groups_per_step": self.groups_per_step >= 1,
             "learning_rate": 0 < self.learning_rate < 1,
             "warmup_fraction": 0 <= self.warmup_fraction < 1,

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
 from app.retrieval.hybrid import HybridRetriever
-from app.retrieval.rerank import passage_text, score_pairs
+from app.retrieval.rerank import passage_text, rerank_order, score_pairs
 from indexing.eval.metrics import evaluate
 
 VALIDATION_METRICS = ("ndcg@10", "mrr@10", "recall@10")
@@ -64,19 +63,24 @@ class RerankValidation:
         device: str,
         dtype: torch.dtype,
         batch_size: int = 32,
-    ) -> dict[str, float]:
+        first_stage_weights: tuple[float, ...] = (0.0,),
+    ) -> dict[float, dict[str, float]]:
+        """Metrics per first-stage weight (see rerank_order); the model scores each pair once."""
         queries = [q.text for q in self.queries for _ in self.candidates[q.query_id].passages]
         passages = [p for q in self.queries for p in self.candidates[q.query_id].passages]
         scores = score_pairs(model, tokenizer, queries, passages, max_length, batch_size, device, dtype)
-        run: dict[str, list[str]] = {}
-        offset = 0
-        for query in self.queries:
-            candidates = self.candidates[query.query_id]
-            own = scores[offset : offset + len(candidates.doc_ids)]
-            offset += len(candidates.doc_ids)
-            order = np.argsort(-own, kind="stable")
-            run[query.query_id] = _unique([candidates.doc_ids[i] for i in order])
-        return evaluate(run, self.qrels, VALIDATION_METRICS)
+        results: dict[float, dict[str, float]] = {}
+        for weight in first_stage_weights:
+            run: dict[str, list[str]] = {}
+            offset = 0
+            for query in self.queries:
+                candidates = self.candidates[query.query_id]
+                own = scores[offset : offset + len(candidates.doc_ids)]
+                offset += len(candidates.doc_ids)
+                order = rerank_order(own, weight)
+                run[query.query_id] = _unique([candidates.doc_ids[i] for i in order])
+            results[weight] = evaluate(run, self.qrels, VALIDATION_METRICS)
+        return results
 
 
 def _unique(doc_ids: list[str]) -> list[str]:

@@ -1,8 +1,10 @@
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from app.retrieval.rerank import CrossEncoderReranker, RerankerUnavailable, passage_text
+from app.retrieval.rerank import CrossEncoderReranker, RerankerUnavailable, passage_text, rerank_order
 from app.retrieval.types import RetrievedChunk
 from indexing.documents import Chunk, Document
 from indexing.embedding import default_model_dir
@@ -41,6 +43,34 @@ def test_only_top_m_are_scored_and_returned(tiny_reranker_dir: Path) -> None:
     assert {hit.chunk.doc_id for hit in reranked} == {"d0", "d1", "d2"}
     assert all(hit.rerank_score is None for hit in candidates[3:])
     assert reranker.rerank("trade", [], top_m=3) == []
+
+
+def test_rerank_order_with_and_without_the_first_stage() -> None:
+    scores = np.array([0.1, 0.9, 0.5, 0.5])  # candidates arrive in first-stage order
+    assert rerank_order(scores).tolist() == [1, 2, 3, 0]  # equal scores keep the first-stage order
+    # The first-stage leader (the model's last) climbs as the first stage's weight grows:
+    # weight 0.1: 1/64 + 0.1/61 < 1/63 + 0.1/64, it stays last; weight 1: 1/64 + 1/61 beats 1/62 + 1/63.
+    assert rerank_order(scores, 0.1).tolist() == [1, 2, 3, 0]
+    assert rerank_order(scores, 1.0).tolist() == [1, 0, 2, 3]
+    # A huge weight restores the first-stage order.
+    assert rerank_order(scores, 1e6).tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="first_stage_weight"):
+        rerank_order(scores, -1.0)
+
+
+def test_first_stage_weight_comes_from_the_model_unless_given(tiny_reranker_dir: Path, tmp_path: Path) -> None:
+    assert CrossEncoderReranker(tiny_reranker_dir, precision="float32").first_stage_weight == 0.0
+    model_dir = tmp_path / "reranker"
+    model_dir.mkdir()
+    for path in tiny_reranker_dir.iterdir():
+        (model_dir / path.name).write_bytes(path.read_bytes())
+    info_path = model_dir / "reranker.json"
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    info_path.write_text(json.dumps({**info, "first_stage_weight": 2.0}))
+    assert CrossEncoderReranker(model_dir, precision="float32").first_stage_weight == 2.0
+    assert CrossEncoderReranker(model_dir, precision="float32", first_stage_weight=0.5).first_stage_weight == 0.5
+    with pytest.raises(ValueError, match="first_stage_weight"):
+        CrossEncoderReranker(model_dir, precision="float32", first_stage_weight=-1)
 
 
 def test_missing_or_invalid_model_dir_is_reported(tmp_path: Path, tiny_reranker_dir: Path) -> None:

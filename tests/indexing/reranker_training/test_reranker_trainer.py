@@ -65,6 +65,14 @@ def test_training_learns_the_groups_and_saves_a_loadable_float16_model(tiny_enco
     assert scores.argmax() == len(NEGATIVES)
 
 
+def test_zero_steps_leaves_the_initial_model_unchanged(tiny_encoder_dir: Path) -> None:
+    trainer, losses = train(tiny_encoder_dir, steps=0)
+    untouched = RerankerTrainer(tiny_encoder_dir, trainer.settings)
+    assert losses == []
+    for (name, a), (_, b) in zip(trainer.model.state_dict().items(), untouched.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
 def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -> None:
     first, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
     second, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
@@ -74,8 +82,8 @@ def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -
 
 
 def test_settings_are_validated() -> None:
-    with pytest.raises(ValueError, match="steps=0"):
-        TrainingSettings(steps=0)
+    with pytest.raises(ValueError, match="steps=-1"):
+        TrainingSettings(steps=-1)
     with pytest.raises(ValueError, match="max_length"):
         TrainingSettings(max_length=8)
 
