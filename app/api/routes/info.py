@@ -14,6 +14,7 @@ router = APIRouter(prefix="/v1", tags=["info"])
 def info(services: ServicesDep) -> InfoResponse:
     settings = services.settings
     generator = services.answerer
+    reranker = services.search.rerank.reranker
     return InfoResponse(
         version=__version__,
         index=services.index.manifest,
@@ -32,6 +33,7 @@ def info(services: ServicesDep) -> InfoResponse:
             "bm25_weight": settings.bm25_weight,
             "dense_weight": settings.dense_weight,
             "rerank_top_m": settings.rerank_top_m,
+            "rerank_first_stage_weight": reranker.first_stage_weight if reranker is not None else None,
             "coverage_check": settings.coverage_check,
             "support_threshold": settings.support_threshold,
             "api_key_required": settings.api_key is not None,
