@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from app.retrieval.hybrid import HybridRetriever
+from app.retrieval.rerank import RERANKER_INFO_FILE
 from indexing.embedding import default_model_dir
 from indexing.eval.beir import BeirDataset, corpus_id_of
 from indexing.eval.harness import ingest_beir, ingest_csv
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         "mining": asdict(mining),
         "validation": results,
         "first_stage_weight": first_stage_weight,
-        "command": "python -m indexing.train_reranker " + " ".join(argv if argv is not None else _cli_args()),
+        # The whole chain of commands that produced these weights, the starting model's first.
+        "commands": [*_init_commands(args.init), "python -m indexing.train_reranker " + " ".join(argv or _cli_args())],
     }
     trainer.save(args.out, info)
     write_model_card(args.out, info, settings)
@@ -166,6 +168,14 @@ def _validate(
         trainer.model, trainer.tokenizer, settings.max_length, settings.device, trainer.dtype,
         first_stage_weights=weights,
     )  # fmt: skip
+
+
+def _init_commands(init_dir: Path | None) -> list[str]:
+    info_path = init_dir / RERANKER_INFO_FILE if init_dir is not None else None
+    if info_path is None or not info_path.is_file():
+        return []
+    info = json.loads(info_path.read_text())
+    return info.get("commands") or [info["command"]]
 
 
 def _display_path(path: Path) -> str:

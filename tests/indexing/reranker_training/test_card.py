@@ -1,0 +1,28 @@
+"""The model card: the command chain, the validation table and the chosen first-stage weight; the SciFact
+section survives a rewrite."""
+
+from pathlib import Path
+
+from indexing.reranker_training.card import CARD_FILE, replace_evaluation, write_model_card
+from indexing.reranker_training.trainer import TrainingSettings
+
+INFO = {
+    "name": "aer-rag-reranker-test",
+    "init": "models/weights/reranker",
+    "training_groups": {"econ-title": 3},
+    "mining": {"bm25_negatives": 3, "dense_negatives": 2, "search_depth": 30, "random_negatives": 0},
+    "validation": {"econ-heldout-titles": {"hybrid (no rerank)": {"ndcg@10": 0.8, "mrr@10": 0.7, "recall@10": 0.9}}},
+    "first_stage_weight": 1.0,
+    "commands": ["python -m indexing.train_reranker --steps 800", "python -m indexing.train_reranker --steps 0"],
+}
+
+
+def test_card_lists_every_command_and_keeps_the_scifact_table(tmp_path: Path) -> None:
+    write_model_card(tmp_path, INFO, TrainingSettings(steps=0))
+    replace_evaluation(tmp_path / CARD_FILE, "| hybrid | 0.71 |")
+    write_model_card(tmp_path, INFO, TrainingSettings(steps=0))  # a retrain keeps the measured table
+    card = (tmp_path / CARD_FILE).read_text()
+    assert card.index("--steps 800") < card.index("--steps 0")
+    assert "| econ-heldout-titles | hybrid (no rerank) | 0.8000 | 0.7000 | 0.9000 |" in card
+    assert "first-stage weight 1" in card
+    assert "| hybrid | 0.71 |" in card
