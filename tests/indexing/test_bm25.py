@@ -2,6 +2,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rank_bm25 import BM25Okapi
 
 from indexing.bm25 import Bm25Index, Bm25Settings, Bm25Tokenizer
 
@@ -33,6 +34,20 @@ def test_search_ranks_matching_rows_and_omits_non_matching_ones() -> None:
     assert {row for row, _ in results} == {0, 3}
     assert results[0][1] >= results[1][1] > 0
     assert index.search("the of and", 5) == []  # only stop words: no evidence at all
+
+
+def test_scores_equal_rank_bm25_get_scores() -> None:
+    # A random corpus with skewed term frequencies (some terms in most rows: negative-IDF floor), and
+    # queries with repeated and unknown terms.
+    rng = np.random.default_rng(0)
+    vocabulary = [f"w{i}" for i in range(60)]
+    corpus = [list(rng.choice(vocabulary[: rng.integers(5, 60)], size=rng.integers(1, 40))) for _ in range(200)]
+    settings = Bm25Settings()
+    index = Bm25Index(settings, corpus)
+    okapi = BM25Okapi(corpus, k1=settings.k1, b=settings.b, epsilon=settings.epsilon)
+    for _ in range(20):
+        query = [str(term) for term in rng.choice([*vocabulary, "unknown"], size=rng.integers(1, 6))]
+        np.testing.assert_allclose(index.term_scores(query), okapi.get_scores(query), rtol=1e-12, atol=1e-12)
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
