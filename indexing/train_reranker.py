@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from app.retrieval.hybrid import HybridRetriever
-from app.retrieval.rerank import RERANKER_INFO_FILE
+from app.retrieval.rerank import INFERENCE_MAX_LENGTH, RERANKER_INFO_FILE
 from indexing.embedding import default_model_dir
 from indexing.eval.beir import BeirDataset, corpus_id_of
 from indexing.eval.harness import ingest_beir, ingest_csv
@@ -30,6 +30,7 @@ from indexing.reranker_training.data import (
     HardNegativeMiner,
     MiningSettings,
     SciFactTrainPairs,
+    TrainingGroup,
     count_by_source,
     untitled_id_map,
 )
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     if args.variant == "in-domain" and args.init is None:
         raise SystemExit("The in-domain variant continues a zero-shot model: pass --init <zero-shot model dir>.")
+    init_info = _read_info(args.init)
+    if settings.steps == 0 and not init_info:
+        raise SystemExit("--steps 0 re-validates a trained reranker (and picks its first-stage weight): "
+                         "pass --init <reranker dir>.")  # fmt: skip
     init_dir = args.init or default_model_dir()
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -96,10 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     econ_index = ingest_csv(untitled_csv, args.work_dir / "reranker" / "econ_index", device)
     untitled_ids = untitled_id_map(econ.documents, econ_index)
     mining = MiningSettings(bm25_negatives=args.bm25_negatives, dense_negatives=args.dense_negatives)
-    log.info("mining %d economics groups", args.econ_groups)
-    groups = econ.training_groups(
-        HardNegativeMiner(econ_index, mining, args.seed), untitled_ids, args.econ_groups, args.ict_share, args.seed
-    )
+    groups: list[TrainingGroup] = []
+    if settings.steps > 0:
+        log.info("mining %d economics groups", args.econ_groups)
+        groups = econ.training_groups(
+            HardNegativeMiner(econ_index, mining, args.seed), untitled_ids, args.econ_groups, args.ict_share, args.seed
+        )
     validations = [
         RerankValidation(
             "econ-heldout-titles",
@@ -114,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
         scifact = SciFactTrainPairs(args.scifact)
         scifact_index = ingest_beir(BeirDataset.load(args.scifact), args.work_dir / "eval" / "scifact", device)
         validations.append(scifact_dev_validation(scifact, scifact_index))
-        groups += scifact.training_groups(HardNegativeMiner(scifact_index, mining, args.seed), scifact_index)
+        if settings.steps > 0:
+            groups += scifact.training_groups(HardNegativeMiner(scifact_index, mining, args.seed), scifact_index)
     counts = count_by_source(groups)
     log.info("training groups: %s", counts)
 
@@ -134,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
             results[validation.name][label + (" *chosen*" if weight == first_stage_weight else "")] = metrics
         log.info("%s: %s", validation.name, json.dumps(results[validation.name]))
 
+    command = "python -m indexing.train_reranker " + " ".join(argv or _cli_args())
     info = {
         "name": f"aer-rag-reranker-{args.variant}-L{settings.num_layers}",
         "variant": args.variant,
@@ -143,8 +152,12 @@ def main(argv: list[str] | None = None) -> None:
         "validation": results,
         "first_stage_weight": first_stage_weight,
         # The whole chain of commands that produced these weights, the starting model's first.
-        "commands": [*_init_commands(args.init), "python -m indexing.train_reranker " + " ".join(argv or _cli_args())],
+        "commands": [*init_info.get("commands", []), command],
     }
+    if settings.steps == 0:  # the same weights: keep the description of how they were trained
+        kept = ("name", "variant", "init", "training_groups", "mining", "training")
+        info.update({key: init_info[key] for key in kept})
+        settings = TrainingSettings(**init_info["training"])
     trainer.save(args.out, info)
     write_model_card(args.out, info, settings)
     log.info("wrote %s", args.out)
@@ -163,19 +176,21 @@ def scifact_dev_validation(scifact: SciFactTrainPairs, index: PublishedIndex) ->
 def _validate(
     validation: RerankValidation, trainer: RerankerTrainer, weights: tuple[float, ...] = (0.0,)
 ) -> dict[float, dict[str, float]]:
-    settings = trainer.settings
+    # Scored as the service scores (INFERENCE_MAX_LENGTH), so the chosen weight suits the service.
     return validation.evaluate(
-        trainer.model, trainer.tokenizer, settings.max_length, settings.device, trainer.dtype,
+        trainer.model, trainer.tokenizer, INFERENCE_MAX_LENGTH, trainer.settings.device, trainer.dtype,
         first_stage_weights=weights,
     )  # fmt: skip
 
 
-def _init_commands(init_dir: Path | None) -> list[str]:
-    info_path = init_dir / RERANKER_INFO_FILE if init_dir is not None else None
+def _read_info(model_dir: Path | None) -> dict:
+    """A trained reranker's reranker.json ({} for a plain encoder), with its command chain under "commands"."""
+    info_path = model_dir / RERANKER_INFO_FILE if model_dir is not None else None
     if info_path is None or not info_path.is_file():
-        return []
+        return {}
     info = json.loads(info_path.read_text())
-    return info.get("commands") or [info["command"]]
+    info.setdefault("commands", [info["command"]] if "command" in info else [])
+    return info
 
 
 def _display_path(path: Path) -> str:

@@ -133,7 +133,8 @@ class RerankerTrainer:
         """Write float16 safetensors, config, tokenizer and reranker.json (name, training settings)."""
         self.model.save(out_dir, dtype=torch.float16)
         self.tokenizer.save_pretrained(out_dir)
-        payload = {**info, "max_length": self.settings.max_length, "training": asdict(self.settings)}
+        # info may carry "training" itself: a re-validated model keeps its original training settings.
+        payload = {"max_length": self.settings.max_length, "training": asdict(self.settings), **info}
         (out_dir / RERANKER_INFO_FILE).write_text(json.dumps(payload, indent=2) + "\n")
 
 
