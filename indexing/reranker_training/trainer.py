@@ -71,6 +71,8 @@ class RerankerTrainer:
     def train(self, groups: list[TrainingGroup]) -> list[float]:
         """Run settings.steps optimiser steps over shuffled groups (cycling if needed); return step losses."""
         settings = self.settings
+        if settings.steps == 0:
+            return []
         if not groups:
             raise ValueError("No training groups: check the data paths and the mining settings.")
         order = random.Random(settings.seed)
