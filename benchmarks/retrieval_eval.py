@@ -29,8 +29,8 @@ from indexing.eval.harness import EvalConfig, EvalResult, RetrievalEvaluator, in
 from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noqa: E402
 
 DEFAULT_RERANKERS = (
-    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v2'}",
-    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v2'}",
+    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v3-fused'}",
+    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v3'}",
 )
 
 
@@ -50,7 +50,8 @@ def parse_args() -> argparse.Namespace:
 
 def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
     """One row per distinct model (by weights hash): the shipped model gets a row only if it is not
-    already one of the listed models, which are marked *shipped* instead."""
+    already one of the listed models, which are marked *shipped* instead. A model that keeps a say for
+    the hybrid order (first_stage_weight in reranker.json) gets a second row with its own order alone."""
     rows: list[EvalConfig] = []
     seen: set[str] = set()
     for spec in [*specs, f"shipped={DEFAULT_RERANKER_DIR}"]:
@@ -63,13 +64,19 @@ def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
         if weights in seen:
             continue
         seen.add(weights)
-        rows.append(EvalConfig(f"hybrid+rerank ({label})", reranker_dir=path, rerank_top_m=top_m))
+        first_stage_weight = json.loads((path / "reranker.json").read_text()).get("first_stage_weight", 0.0)
+        if first_stage_weight:
+            rows.append(EvalConfig(f"hybrid+rerank ({label}), model order only", reranker_dir=path,
+                                   rerank_top_m=top_m, first_stage_weight=0.0))  # fmt: skip
+        fusion = f", first-stage weight {first_stage_weight:g}" if first_stage_weight else ""
+        name = f"hybrid+rerank ({label}){fusion}"
+        rows.append(EvalConfig(name, reranker_dir=path, rerank_top_m=top_m))
     return rows
 
 
 def shipped_label(result: EvalResult) -> str:
     reranker_dir = result.config.reranker_dir
-    if reranker_dir is None:
+    if reranker_dir is None or result.config.first_stage_weight is not None:  # not as the service runs it
         return ""
     weights, shipped = reranker_dir / "model.safetensors", DEFAULT_RERANKER_DIR / "model.safetensors"
     same = shipped.is_file() and weights.is_file() and file_sha256(weights) == file_sha256(shipped)
