@@ -1,10 +1,10 @@
 """Grounded question-answering examples for fine-tuning the generator, built from non-AER abstracts only.
 
 For a target abstract the builder writes:
-  * a question: most are written by the base model itself from the abstract's key finding and kept only if
-    they pass a filter (QuestionWriter); the rest, and any rejected one, are derived by rules from the title.
-    Users ask about what a paper found ("Does X raise Y?"), not about its title, and a model trained on
-    title questions only learns to refuse whenever no passage title echoes the question,
+  * a question derived by rules from its title; optionally (written_question_share > 0) a share of them is
+    written by the base model itself from the abstract's key finding, kept only if it passes a filter
+    (QuestionWriter). Measured: written questions did not lower false refusals on AER questions (they
+    mostly copy the finding's words; see the adapter card), so the shipped recipe uses titles only,
   * k passages in the service's prompt format: one window of the target abstract (the one holding its key
     finding) at a random position among hard negatives (windows of other abstracts that the project's
     BM25 ranks highest for the question),
@@ -125,13 +125,13 @@ class GroundedDataSettings:
     train_abstracts: int = 1500  # target abstracts used for training examples
     validation_abstracts: int = 60  # held out: never a target, a negative or a second target in training
     passages: int = 3  # k, passages per prompt
-    max_passage_words: int = 100  # about the size of the service's chunks; title words count too
+    max_passage_words: int = 60  # keeps prompts short (CPU training); title words count too
     multi_share: float = 0.2
     refusal_share: float = 0.25
     max_answer_words: int = 60
     # Share of single and refusal examples whose question the base model writes from the finding (0: all
     # questions come from titles by rules, and no model is loaded).
-    written_question_share: float = 0.7
+    written_question_share: float = 0.0
     seed: int = 13
 
     def __post_init__(self) -> None:
@@ -349,6 +349,8 @@ class GroundedDataBuilder:
     def _write_questions(self, targets: list[str]) -> None:
         """Written questions for a seeded share of the targets (drawn before any example, so the draw does
         not depend on which questions the filter rejects)."""
+        if self.settings.written_question_share == 0:
+            return  # no draws: a titles-only build is identical to one made before written questions existed
         chosen = [doc_id for doc_id in targets if self.rng.random() < self.settings.written_question_share]
         if not chosen:
             return
@@ -454,12 +456,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train", type=int, default=1500, help="target abstracts for training")
     parser.add_argument("--validation", type=int, default=60, help="held-out target abstracts")
     parser.add_argument("--passages", type=int, default=3)
-    parser.add_argument("--max-passage-words", type=int, default=100)
+    parser.add_argument("--max-passage-words", type=int, default=60)
     parser.add_argument(
         "--written-question-share",
         type=float,
-        default=0.7,
-        help="share of questions the base model writes from the key finding (0: titles only)",
+        default=0.0,
+        help="share of questions the base model writes from the key finding (0: titles only, no model loaded)",
     )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads for the question writer")
     parser.add_argument("--seed", type=int, default=13)
