@@ -90,6 +90,12 @@ class Settings(BaseSettings):
             return [origin.strip() for origin in value.split(",") if origin.strip()]
         return value
 
+    @field_validator("reranker_dir", "generator_path", "generator_adapter", mode="before")
+    @classmethod
+    def _empty_path_means_none(cls, value: object) -> object:
+        # AER_RAG_RERANKER_DIR= (empty) switches the reranker off rather than meaning the current directory.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @model_validator(mode="after")
     def _empty_key_means_none(self) -> Settings:
         if self.api_key is not None and not self.api_key.get_secret_value():
