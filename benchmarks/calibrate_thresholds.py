@@ -3,10 +3,12 @@
 1. Support threshold (citations): cosine similarity between an answer sentence and the closest passage
    sentence. Claims are paper titles; a title is supported by its own abstract (positive) and not by
    the most similar *other* abstract (a hard negative). The threshold maximises balanced accuracy.
-2. Coverage thresholds (refuse instead of answering): the best passage's dense cosine and rerank score
-   for questions whose paper is in a small index (covered) against questions on other subjects entirely
-   (off-topic). The threshold keeps 97.5% of covered questions answerable, with a margin above the
-   highest off-topic score when there is room for one.
+2. Coverage threshold (refuse instead of answering): the best passage's dense cosine for questions whose
+   paper is in a small index (covered) against questions on other subjects entirely (off-topic). The
+   threshold keeps 97.5% of covered questions answerable, with a margin above the highest off-topic score
+   when there is room for one. With a reranker configured (AER_RAG_RERANKER_DIR), its best score is
+   calibrated the same way, as a comparison: the service's gate uses whichever separates better (dense,
+   so far).
 
     .venv/bin/python -m benchmarks.calibrate_thresholds [--docs 1500] [--claims 400]
 

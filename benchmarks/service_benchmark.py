@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=3, help="streamed answers to time")
     parser.add_argument("--max-new-tokens", type=int, default=150)
     parser.add_argument("--reranker", type=Path, default=None,
-                        help="serve with this reranker (e.g. models/weights/reranker) to time reranked search")
+                        help="serve with this reranker instead of the default (models/weights/reranker)")
     args = parser.parse_args()
 
     port = free_port()

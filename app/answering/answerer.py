@@ -95,7 +95,7 @@ class Answerer:
         if check:
             with timer.stage("coverage"):
                 dense = self.search.dense_similarities(request.query, outcome.hits)
-                prepared.verdict = self.gate.assess(outcome.hits, dense)
+                prepared.verdict = self.gate.assess(dense)
             if not prepared.verdict.covered:
                 prepared.notes.append(
                     "The indexed abstracts do not appear to cover this question "
@@ -179,7 +179,7 @@ def build_answerer(settings: Settings, metrics: ServiceMetrics, search: SearchPi
         search=search,
         prompts=PromptBuilder(generator.tokenizer, generator.max_context),
         checker=SupportChecker(embedder.encode, settings.support_threshold),
-        gate=CoverageGate(settings.coverage_min_rerank, settings.coverage_min_dense),
+        gate=CoverageGate(settings.coverage_min_dense),
         queue=GenerationQueue(
             generator,
             workers=settings.generation_workers,

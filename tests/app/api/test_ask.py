@@ -85,7 +85,7 @@ def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> No
 
 
 def test_rerank_on_and_off_in_answers(make_services) -> None:
-    services = make_services(reranker=True, coverage_min_rerank=-1e9, default_max_new_tokens=4)
+    services = make_services(reranker=True, default_max_new_tokens=4)
     client = TestClient(create_app(services.settings, services))
     on = client.post("/v1/ask", json={"query": COVERED}).json()
     assert on["rerank"]["applied"] and on["passages"][0]["scores"]["rerank_rank"] == 1
