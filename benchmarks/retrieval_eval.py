@@ -30,7 +30,7 @@ from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noq
 
 DEFAULT_RERANKERS = (
     f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v3-fused'}",
-    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v3'}",
+    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v4'}",
 )
 
 
