@@ -29,7 +29,7 @@ from indexing.eval.harness import EvalConfig, EvalResult, RetrievalEvaluator, in
 from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noqa: E402
 
 DEFAULT_RERANKERS = (
-    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v3-fused'}",
+    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v4'}",
     f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v4'}",
 )
 
