@@ -23,6 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from app.config import DEFAULT_RERANKER_DIR  # noqa: E402
+from app.retrieval.rerank import read_reranker_info  # noqa: E402
 from indexing.embedding import file_sha256  # noqa: E402
 from indexing.eval.beir import BeirDataset  # noqa: E402
 from indexing.eval.harness import EvalConfig, EvalResult, RetrievalEvaluator, ingest_beir  # noqa: E402
@@ -64,7 +65,7 @@ def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
         if weights in seen:
             continue
         seen.add(weights)
-        first_stage_weight = json.loads((path / "reranker.json").read_text()).get("first_stage_weight", 0.0)
+        first_stage_weight = read_reranker_info(path).get("first_stage_weight", 0.0)
         if first_stage_weight:
             rows.append(EvalConfig(f"hybrid+rerank ({label}), model order only", reranker_dir=path,
                                    rerank_top_m=top_m, first_stage_weight=0.0))  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from app.retrieval.hybrid import HybridRetriever
-from app.retrieval.rerank import INFERENCE_MAX_LENGTH, RERANKER_INFO_FILE
+from app.retrieval.rerank import INFERENCE_MAX_LENGTH, read_reranker_info
 from indexing.embedding import default_model_dir
 from indexing.eval.beir import BeirDataset, corpus_id_of
 from indexing.eval.harness import ingest_beir, ingest_csv
@@ -185,11 +185,9 @@ def _validate(
 
 def _read_info(model_dir: Path | None) -> dict:
     """A trained reranker's reranker.json ({} for a plain encoder), with its command chain under "commands"."""
-    info_path = model_dir / RERANKER_INFO_FILE if model_dir is not None else None
-    if info_path is None or not info_path.is_file():
-        return {}
-    info = json.loads(info_path.read_text())
-    info.setdefault("commands", [info["command"]] if "command" in info else [])
+    info = read_reranker_info(model_dir) if model_dir is not None else {}
+    if info:
+        info.setdefault("commands", [info["command"]] if "command" in info else [])
     return info
 
 

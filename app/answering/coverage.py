@@ -9,14 +9,13 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CoverageVerdict:
     covered: bool
-    signal: str  # which score decided ("dense")
-    score: float | None
+    score: float | None  # the best passage's dense cosine similarity
     threshold: float
 
     def explain(self) -> str:
         relation = "at least" if self.covered else "below"
         return (
-            f"best {self.signal} score {self.score:.3f} is {relation} the calibrated threshold {self.threshold:.3f}"
+            f"best dense score {self.score:.3f} is {relation} the calibrated threshold {self.threshold:.3f}"
             if self.score is not None
             else "no passage matched the question"
         )
@@ -39,4 +38,4 @@ class CoverageGate:
         """dense_scores: the question's cosine similarity to each retrieved passage."""
         best_dense = max(dense_scores, default=None)
         covered = best_dense is not None and best_dense >= self.min_dense_score
-        return CoverageVerdict(covered, "dense", best_dense, self.min_dense_score)
+        return CoverageVerdict(covered, best_dense, self.min_dense_score)

@@ -50,6 +50,12 @@ def rerank_order(scores: np.ndarray, first_stage_weight: float = 0.0) -> np.ndar
     return np.argsort(-fused, kind="stable")
 
 
+def read_reranker_info(model_dir: Path) -> dict:
+    """The model directory's reranker.json ({} when there is none, e.g. a plain encoder)."""
+    info_path = Path(model_dir) / RERANKER_INFO_FILE
+    return json.loads(info_path.read_text()) if info_path.is_file() else {}
+
+
 class RerankerUnavailable(RuntimeError):
     """The reranker model directory is missing or cannot be loaded."""
 
@@ -141,8 +147,7 @@ class CrossEncoderReranker:
             self.model = SegmentPoolingCrossEncoder.load(model_dir).to(device)
         except (OSError, ValueError, KeyError, RuntimeError) as error:
             raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
-        info_path = model_dir / RERANKER_INFO_FILE
-        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+        info = read_reranker_info(model_dir)
         self.name: str = info.get("name", model_dir.name)
         if first_stage_weight is None:
             first_stage_weight = float(info.get("first_stage_weight", 0.0))
@@ -163,11 +168,14 @@ class CrossEncoderReranker:
             self.dtype,
         )
 
-    def rerank(self, query: str, candidates: list[RetrievedChunk], top_m: int = 30) -> list[RetrievedChunk]:
+    def rerank(
+        self, query: str, candidates: list[RetrievedChunk], top_m: int = 30, first_stage_weight: float | None = None
+    ) -> list[RetrievedChunk]:
         """Score the first top_m candidates, set rerank_score (the model's) and rerank_rank (the position
         after this stage, see rerank_order), return them best first.
 
         Candidates after top_m are dropped: the caller decides how deep the reranker looks.
+        first_stage_weight: this call's weight (default: the reranker's own).
         """
         if top_m < 1:
             raise ValueError(f"top_m must be at least 1, not {top_m}.")
@@ -175,7 +183,8 @@ class CrossEncoderReranker:
         if not pool:
             return []
         scores = self.score(query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool])
-        order = rerank_order(scores, self.first_stage_weight)
+        weight = self.first_stage_weight if first_stage_weight is None else first_stage_weight
+        order = rerank_order(scores, weight)
         reranked = [pool[i] for i in order]
         for rank, i in enumerate(order, start=1):
             pool[i].rerank_score = float(scores[i])

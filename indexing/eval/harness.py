@@ -107,7 +107,7 @@ class RetrievalEvaluator:
         self.dataset = dataset
         self.index = index
         self.device = device
-        self._rerankers: dict[tuple[Path, float | None], CrossEncoderReranker] = {}
+        self._rerankers: dict[Path, CrossEncoderReranker] = {}
         # Rerank rows share the candidates of the hybrid row with the same settings: (hits, ms) per query.
         self._retrieved: dict[tuple[HybridSettings, str], tuple[list[RetrievedChunk], float]] = {}
         self.corpus_id_by_doc = {doc_id: corpus_id_of(document) for doc_id, document in index.documents.items()}
@@ -117,7 +117,7 @@ class RetrievalEvaluator:
 
     def run(self, config: EvalConfig) -> EvalResult:
         retriever = HybridRetriever(self.index, config.hybrid_settings())
-        reranker = self._reranker(config.reranker_dir, config.first_stage_weight) if config.reranker_dir else None
+        reranker = self._reranker(config.reranker_dir) if config.reranker_dir else None
         run: dict[str, list[str]] = {}
         retrieve_ms: list[float] = []
         rerank_ms: list[float] = []
@@ -127,7 +127,8 @@ class RetrievalEvaluator:
             if reranker is not None:
                 started = time.perf_counter()
                 # The reranked head replaces the fused head; the fused tail keeps Recall@100 comparable.
-                hits = reranker.rerank(text, hits, top_m=config.rerank_top_m) + hits[config.rerank_top_m :]
+                head = reranker.rerank(text, hits, config.rerank_top_m, config.first_stage_weight)
+                hits = head + hits[config.rerank_top_m :]
                 rerank_ms.append((time.perf_counter() - started) * 1000)
             run[query_id] = self.document_ranking(hits)[: config.depth]
         latency = {f"retrieve_{key}": value for key, value in _summary(retrieve_ms).items()}
@@ -157,11 +158,10 @@ class RetrievalEvaluator:
             ranked.setdefault(self.corpus_id_by_doc[hit.chunk.doc_id] or "", None)
         return list(ranked)
 
-    def _reranker(self, model_dir: Path, first_stage_weight: float | None) -> CrossEncoderReranker:
-        key = (model_dir, first_stage_weight)
-        if key not in self._rerankers:
-            self._rerankers[key] = CrossEncoderReranker(model_dir, self.device, first_stage_weight=first_stage_weight)
-        return self._rerankers[key]
+    def _reranker(self, model_dir: Path) -> CrossEncoderReranker:
+        if model_dir not in self._rerankers:
+            self._rerankers[model_dir] = CrossEncoderReranker(model_dir, device=self.device)
+        return self._rerankers[model_dir]
 
 
 def _summary(values_ms: list[float]) -> dict[str, float]:
