@@ -42,10 +42,13 @@ class Settings(BaseSettings):
     generator_path: Path | None = Field(
         None, description="A .gguf file or a Hugging Face style directory; default: SmolLM2-135M-Instruct."
     )
-    # Off by default: the shipped adapter cites well but declines most answerable AER questions
-    # (see its ADAPTER_CARD.md); AER_RAG_GENERATOR_ADAPTER=models/weights/smollm2-grounded-lora turns it on.
+    # On by default, together with the reranker-based coverage gate below: alone the adapter declines most
+    # paraphrased AER questions; with the gate it answers them, supported and cited (ADAPTER_CARD.md).
+    # AER_RAG_GENERATOR_ADAPTER= (empty) runs the base model. It belongs to the default generator only.
     generator_adapter: Path | None = Field(
-        None, description=f"LoRA adapter merged into the generator at load, e.g. {DEFAULT_ADAPTER_DIR}."
+        DEFAULT_ADAPTER_DIR,
+        description="LoRA adapter merged into the generator at load; default: the shipped one, unless "
+        "generator_path names another model.",
     )
     generator_dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
 
@@ -68,7 +71,14 @@ class Settings(BaseSettings):
     # (benchmarks/results/calibration.json).
     support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     coverage_check: bool = Field(True, description="Refuse to generate when the corpus does not cover the question.")
-    coverage_min_dense: float = Field(0.386, ge=-1.0, le=1.0)
+    coverage_min_dense: float = Field(0.389, ge=-1.0, le=1.0)
+    # Cross-encoder thresholds for the shipped reranker (app/answering/coverage.py); recalibrate with a new one.
+    coverage_min_rerank: float | None = Field(
+        6.23, description="Decline without generating when the best reranked passage scores below this (empty: off)."
+    )
+    answer_min_rerank: float | None = Field(
+        7.08, description="From this best reranker score up, the generator may not decline (empty: off)."
+    )
     # Chosen on the grounded validation split (benchmarks/grounded_eval.py): greedy with no repeated
     # 4-grams stops loops; a repetition penalty would punish re-citing [1].
     default_max_new_tokens: int = Field(160, ge=1, le=1024)
@@ -89,9 +99,11 @@ class Settings(BaseSettings):
             return [origin.strip() for origin in value.split(",") if origin.strip()]
         return value
 
-    @field_validator("reranker_dir", "generator_path", "generator_adapter", mode="before")
+    @field_validator(
+        "reranker_dir", "generator_path", "generator_adapter", "coverage_min_rerank", "answer_min_rerank", mode="before"
+    )
     @classmethod
-    def _empty_path_means_none(cls, value: object) -> object:
+    def _empty_means_none(cls, value: object) -> object:
         # AER_RAG_RERANKER_DIR= (empty) switches the reranker off rather than meaning the current directory.
         return None if isinstance(value, str) and not value.strip() else value
 
@@ -99,6 +111,19 @@ class Settings(BaseSettings):
     def _empty_key_means_none(self) -> Settings:
         if self.api_key is not None and not self.api_key.get_secret_value():
             self.api_key = None
+        return self
+
+    @model_validator(mode="after")
+    def _default_adapter_only_for_the_default_generator(self) -> Settings:
+        if self.generator_path is not None and "generator_adapter" not in self.model_fields_set:
+            self.generator_adapter = None
+        return self
+
+    @model_validator(mode="after")
+    def _rerank_thresholds_in_order(self) -> Settings:
+        low, high = self.coverage_min_rerank, self.answer_min_rerank
+        if low is not None and high is not None and high < low:
+            raise ValueError(f"answer_min_rerank ({high}) must not be below coverage_min_rerank ({low}).")
         return self
 
 

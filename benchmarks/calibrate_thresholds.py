@@ -1,4 +1,4 @@
-"""Calibrate the service's two thresholds on non-AER economics abstracts (never the AER corpus).
+"""Calibrate the service's thresholds on non-AER economics abstracts (never the AER corpus).
 
 1. Support threshold (citations): cosine similarity between an answer sentence and the closest passage
    sentence. Claims are paper titles; a title is supported by its own abstract (positive) and not by
@@ -7,8 +7,11 @@
    paper is in a small index (covered) against questions on other subjects entirely (off-topic). The
    threshold keeps 97.5% of covered questions answerable, with a margin above the highest off-topic score
    when there is room for one. With a reranker configured (AER_RAG_RERANKER_DIR), its best score is
-   calibrated the same way, as a comparison: the service's gate uses whichever separates better (dense,
-   so far).
+   calibrated the same way, as a comparison: the dense score separates off-topic questions better.
+3. Answerability thresholds (needs the reranker): its best score over the prompt's passages for questions
+   on papers the reranker never trained on, with the paper among the passages and with its chunks
+   removed. Below the balanced-accuracy cut the service declines; from the 95th percentile of the
+   answer-removed scores up, the generator may not decline (app/answering/coverage.py).
 
     .venv/bin/python -m benchmarks.calibrate_thresholds [--docs 1500] [--claims 400]
 
@@ -30,7 +33,10 @@ from app.config import REPO_ROOT, Settings
 from app.retrieval.hybrid import HybridRetriever, HybridSettings
 from app.services import SearchPipeline, load_reranker
 from indexing.index import PublishedIndex
+from indexing.loader import fallback_doc_id
 from indexing.pipeline import IngestionPipeline, IngestionSettings
+from indexing.reranker_training.data import VALIDATION_FRACTION as RERANKER_VALIDATION_FRACTION
+from indexing.reranker_training.data import in_validation_split
 
 ECON = REPO_ROOT.parent / "shared" / "data" / "econ_other_abstracts.csv"
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "calibration.json"
@@ -127,10 +133,22 @@ def calibrate_support(index: PublishedIndex, rows: list[dict[str, str]], n_claim
     }
 
 
+def row_doc_id(row: dict[str, str]) -> str:
+    """The id the ingestion loader gives this row's document."""
+    return row["doi"].strip() or fallback_doc_id(row.get("title", ""), row["abstract"])
+
+
+def reranker_held_out(row: dict[str, str]) -> bool:
+    """Rows the reranker never trained on (its validation split): its scores on them are honest."""
+    return in_validation_split(row_doc_id(row), RERANKER_VALIDATION_FRACTION)
+
+
 def build_index(rows: list[dict[str, str]], n_docs: int, seed: int) -> tuple[PublishedIndex, list, list]:
+    """An index of n_docs abstracts: every one the reranker held out, the rest drawn at random."""
     rng = random.Random(seed)
     shuffled = rows[:]
     rng.shuffle(shuffled)
+    shuffled.sort(key=lambda row: not reranker_held_out(row))  # stable: held-out rows first, each group shuffled
     indexed = shuffled[:n_docs]
     WORK.mkdir(parents=True, exist_ok=True)
     corpus = WORK / "corpus.csv"
@@ -142,10 +160,8 @@ def build_index(rows: list[dict[str, str]], n_docs: int, seed: int) -> tuple[Pub
     return PublishedIndex.load(WORK / "index"), indexed, shuffled[n_docs:]
 
 
-def calibrate_coverage(index: PublishedIndex, indexed: list[dict[str, str]], n_queries: int, seed: int) -> dict:
-    settings = Settings()
-    rerank = load_reranker(settings, "cpu")
-    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
+def calibrate_coverage(search: SearchPipeline, indexed: list[dict[str, str]], n_queries: int, seed: int) -> dict:
+    rerank = search.rerank
     covered_queries = [f"What does research find about {row['title'].rstrip('.?')}?"
                        for row in random.Random(seed).sample(indexed, n_queries)]  # fmt: skip
     signals: dict[str, dict[str, list[float]]] = {"dense": {}, "rerank": {}}
@@ -178,11 +194,48 @@ def calibrate_coverage(index: PublishedIndex, indexed: list[dict[str, str]], n_q
     return report
 
 
+def calibrate_answerability(search: SearchPipeline, indexed: list[dict[str, str]], n_queries: int, top_k: int,
+                            seed: int) -> dict:
+    """The reranker's best score over the passages a prompt gets, with the question's paper among them
+    (answerable) and with its chunks removed (related passages only). Only papers the reranker held out
+    from training are asked about, and only when retrieval found the paper, as on the AER benchmark."""
+    held_out = [row for row in indexed if reranker_held_out(row) and row["title"].strip()]
+    sample = random.Random(seed).sample(held_out, min(n_queries, len(held_out)))
+    present, removed = [], []
+    for row in sample:
+        query = f"What does research find about {row['title'].rstrip('.?')}?"
+        hits = search.run(query, top_k + 10, rerank=True).hits
+        source = row_doc_id(row)
+        if source not in {hit.document.doc_id for hit in hits[:top_k]}:
+            continue
+        without_source = [hit for hit in hits if hit.document.doc_id != source][:top_k]
+        present.append(max(hit.rerank_score for hit in hits[:top_k]))  # type: ignore[type-var]
+        removed.append(max(hit.rerank_score for hit in without_source))  # type: ignore[type-var]
+    answerable, answer_removed = np.array(present), np.array(removed)
+    decline_below, balanced = best_threshold(answerable, answer_removed)
+    # From here up the generator may not decline: fewer than 1 in 20 answer-removed cases score this high.
+    must_answer_from = max(decline_below, float(np.quantile(answer_removed, 0.95)))
+    quantiles = (0.05, 0.25, 0.5, 0.75, 0.95)
+    return {
+        "questions": len(answerable),
+        "min_rerank": round(decline_below, 3),
+        "balanced_accuracy": round(balanced, 3),
+        "answer_min_rerank": round(must_answer_from, 3),
+        "answerable_declined": round(float((answerable < decline_below).mean()), 3),
+        "answer_removed_declined": round(float((answer_removed < decline_below).mean()), 3),
+        "answerable_must_answer": round(float((answerable >= must_answer_from).mean()), 3),
+        "answerable_quantiles": [round(float(np.quantile(answerable, q)), 2) for q in quantiles],
+        "answer_removed_quantiles": [round(float(np.quantile(answer_removed, q)), 2) for q in quantiles],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=1500, help="economics abstracts in the calibration index")
     parser.add_argument("--claims", type=int, default=400, help="title/abstract pairs for the support threshold")
     parser.add_argument("--queries", type=int, default=200, help="covered questions for the coverage thresholds")
+    parser.add_argument("--answerability-queries", type=int, default=300,
+                        help="questions on papers the reranker held out, for the answerability thresholds")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--skip-support", action="store_true",
                         help="keep the support calibration from the last results file (e.g. after a new reranker)")
@@ -194,7 +247,15 @@ def main() -> None:
         support = json.loads(RESULTS.read_text())["support"]
     else:
         support = calibrate_support(index, rows, args.claims, args.seed)
-    coverage = calibrate_coverage(index, indexed, args.queries, args.seed)
+    settings = Settings()
+    rerank = load_reranker(settings, "cpu")
+    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
+    coverage = calibrate_coverage(search, indexed, args.queries, args.seed)
+    answerability = (
+        calibrate_answerability(search, indexed, args.answerability_queries, settings.answer_top_k, args.seed)
+        if rerank.available
+        else None
+    )
 
     print("\nSupport threshold (answer sentence vs closest passage sentence, cosine)")
     print("| pairs | threshold | balanced acc. | own abstract supported | nearest other supported |")
@@ -209,8 +270,18 @@ def main() -> None:
             row = coverage[signal]
             print(f"| {signal} | {row['threshold']} | {row['covered_answered']} | {row['off_topic_refused']} | "
                   f"{row['covered_median']} | {row['off_topic_median']} |")
+    if answerability:
+        print(f"\nAnswerability thresholds (reranker's best score over the top {settings.answer_top_k} passages; "
+              "answerable = the question's paper among them, removed = its chunks taken out)")
+        print("| questions | decline below | balanced acc. | answerable declined | removed declined | "
+              "must answer from | answerable must answer |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        row = answerability
+        print(f"| {row['questions']} | {row['min_rerank']} | {row['balanced_accuracy']} | {row['answerable_declined']} "
+              f"| {row['answer_removed_declined']} | {row['answer_min_rerank']} | {row['answerable_must_answer']} |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"support": support, "coverage": coverage, "args": vars(args)}, indent=2) + "\n")
+    results = {"support": support, "coverage": coverage, "answerability": answerability, "args": vars(args)}
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {RESULTS.relative_to(REPO_ROOT)}")
 
 

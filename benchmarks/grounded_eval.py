@@ -4,10 +4,15 @@ Two sets:
   * validation: the held-out split of models/grounded_data (non-AER abstracts; refusal examples have the
     answer's abstract removed from the passages);
   * aer: the 30 questions in benchmarks/aer_questions.jsonl (written from AER abstracts, never trained on),
-    passages retrieved from the real AER index (var/index) with the hybrid retriever; each question is
-    asked twice, with the retrieved passages and with the source abstract's chunks removed.
+    passages retrieved from the real AER index (var/index) as the service retrieves them (hybrid, then the
+    reranker when one is configured); each question is asked twice, with the retrieved passages and with
+    the source abstract's chunks removed.
 Decoding: a few candidates are tried on the validation set; the one the fine-tuned model scores best with
 is then used for the AER set (for both models). Generations are cached under var/grounded_eval/.
+
+Columns: the base model, the fine-tuned model, and "finetuned+gate", the service's whole answering path:
+the coverage gate (app/answering/coverage.py, thresholds from app/config.py) declines or obliges the
+fine-tuned model to answer from the reranker's best score over the prompt's passages.
 
     python -m benchmarks.grounded_eval --adapter models/weights/smollm2-grounded-lora
 """
@@ -18,14 +23,18 @@ import argparse
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 
 from app.answering.citations import SupportChecker
-from app.answering.prompt import Passage, PromptBuilder
+from app.answering.coverage import CoverageGate, CoverageVerdict
+from app.answering.prompt import NOT_COVERED_ANSWER, Passage, PromptBuilder
 from app.config import Settings
+from app.retrieval.rerank import CrossEncoderReranker, passage_text
+from indexing.documents import indexed_text
+from indexing.embedding import Embedder
 from models import Generator, SamplingParams
 from models.grounded_data import read_examples
 from models.grounded_metrics import AnswerScorer, summarize
@@ -59,20 +68,22 @@ def validation_cases(data_dir: Path, limit: int | None) -> list[EvalCase]:
             for e in examples]
 
 
-def aer_cases(index_dir: Path, passages: int, limit: int | None) -> list[EvalCase]:
+def aer_cases(index_dir: Path, passages: int, limit: int | None, settings: Settings) -> list[EvalCase]:
     """Each question with the top retrieved passages, and again with its source abstract removed."""
     from app.answering.answerer import to_passages
-    from app.retrieval.hybrid import HybridRetriever
+    from app.retrieval.hybrid import HybridRetriever, HybridSettings
+    from app.services import SearchPipeline, load_reranker
     from indexing.index import PublishedIndex
 
     index = PublishedIndex.load(index_dir)
-    retriever = HybridRetriever(index)
+    rerank = load_reranker(settings, "cpu")
+    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
     doc_of_doi = {d.doi: d.doc_id for d in index.documents.values() if d.doi}
     cases = []
     for i, line in enumerate(QUESTIONS.read_text().splitlines()[:limit]):
         item = json.loads(line)
         source = doc_of_doi[item["doi"]]
-        hits = retriever.retrieve(item["question"], top_n=passages + 10)
+        hits = search.run(item["question"], passages + 10, rerank=rerank.available).hits
         kept = hits[:passages]
         without = [h for h in hits if h.document.doc_id != source][:passages]
         cases.append(EvalCase(f"aer-{i:02d}", item["question"], to_passages(kept), True, item["reference"], [source]))
@@ -91,8 +102,15 @@ class ModelRunner:
         tag = hashlib.sha256((adapter / "adapter.safetensors").read_bytes()).hexdigest()[:10] if adapter else "base"
         self.cache_tag = f"{name}-{tag}-{dtype}"
 
-    def answer(self, cases: list[EvalCase], decoding: str, set_name: str) -> tuple[dict[str, str], float]:
-        """Answers by case id; a cached answer is reused only for the very same prompt."""
+    def answer(self, cases: list[EvalCase], decoding: str, set_name: str,
+               must_answer: bool = False) -> tuple[dict[str, str], float]:
+        """Answers by case id; a cached answer is reused only for the very same prompt.
+
+        must_answer: ban the refusal's opening, as the service does when the coverage gate is confident."""
+        params = DECODING[decoding]
+        if must_answer:
+            params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
+            decoding += "+must-answer"
         path = CACHE / f"{self.cache_tag}-{set_name}-{decoding}.jsonl"
         prompts = {c.case_id: self.prompts.render(c.question, c.passages) for c in cases}
         digests = {case_id: hashlib.sha256(text.encode()).hexdigest()[:16] for case_id, text in prompts.items()}
@@ -106,7 +124,7 @@ class ModelRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         for first in range(0, len(todo), self.batch_size):
             batch = todo[first : first + self.batch_size]
-            results = self.generator.generate([prompts[c.case_id] for c in batch], DECODING[decoding])
+            results = self.generator.generate([prompts[c.case_id] for c in batch], params)
             with path.open("a") as handle:
                 for case, result in zip(batch, results, strict=True):
                     done[case.case_id] = result.text.strip()
@@ -114,6 +132,46 @@ class ModelRunner:
                     handle.write(json.dumps(row) + "\n")
             print(f"  {self.name} {set_name} {decoding}: {len(done)}/{len(cases)}", flush=True)
         return {case_id: done[case_id] for case_id in prompts}, time.perf_counter() - started
+
+
+class ServiceGate:
+    """The service's coverage gate applied to a case's passages: the dense similarity and the reranker score
+    of each passage, computed by the same models the service uses."""
+
+    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+        if settings.reranker_dir is None:
+            raise SystemExit("finetuned+gate needs the reranker (AER_RAG_RERANKER_DIR).")
+        self.reranker = CrossEncoderReranker(settings.reranker_dir)
+        self.embedder = embedder
+        self.gate = CoverageGate(settings.coverage_min_dense, settings.coverage_min_rerank, settings.answer_min_rerank)
+
+    def assess(self, case: EvalCase) -> CoverageVerdict:
+        vectors = self.embedder.encode([case.question] + [indexed_text(p.title, p.text) for p in case.passages])
+        dense = (vectors[1:] @ vectors[0]).tolist()
+        rerank = self.reranker.score(case.question, [passage_text(p.title, p.text) for p in case.passages]).tolist()
+        return self.gate.assess(dense, rerank)
+
+
+class GatedRunner:
+    """The service's answering path: the gate declines (no generation), obliges the model to answer, or lets
+    the fine-tuned model decide."""
+
+    def __init__(self, model: ModelRunner, gate: ServiceGate) -> None:
+        self.model = model
+        self.gate = gate
+        self.name = f"{model.name}+gate"
+
+    def answer(self, cases: list[EvalCase], decoding: str, set_name: str) -> tuple[dict[str, str], float]:
+        verdicts = {case.case_id: self.gate.assess(case) for case in cases}
+        free, free_s = self.model.answer(cases, decoding, set_name)
+        obliged_cases = [case for case in cases if verdicts[case.case_id].must_answer]
+        obliged, obliged_s = self.model.answer(obliged_cases, decoding, set_name, must_answer=True)
+        answers = {}
+        for case in cases:
+            verdict = verdicts[case.case_id]
+            answers[case.case_id] = (NOT_COVERED_ANSWER if not verdict.covered
+                                     else obliged[case.case_id] if verdict.must_answer else free[case.case_id])
+        return answers, free_s + obliged_s
 
 
 def decoding_score(summary: dict) -> float:
@@ -144,7 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--passages", type=int, default=3, help="passages per AER prompt")
     parser.add_argument("--dtype", default="auto", help="generator dtype (auto = the service's: float32 on CPU)")
     parser.add_argument("--decoding", nargs="+", default=list(DECODING), choices=list(DECODING))
-    parser.add_argument("--models", nargs="+", default=["base", "finetuned"], choices=["base", "finetuned"])
+    parser.add_argument("--models", nargs="+", default=["base", "finetuned", "finetuned+gate"],
+                        choices=["base", "finetuned", "finetuned+gate"])
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--validation-only", action="store_true", help="skip the AER set (e.g. to pre-fill the cache)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch default)")
@@ -152,17 +211,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from indexing.embedding import Embedder
-
     settings = Settings()
-    scorer = AnswerScorer(SupportChecker(Embedder(device="cpu").encode, settings.support_threshold))
+    embedder = Embedder(device="cpu")
+    scorer = AnswerScorer(SupportChecker(embedder.encode, settings.support_threshold))
     sets = {"validation": validation_cases(args.data, args.validation_limit)}
     if not args.validation_only:
-        sets["aer"] = aer_cases(args.index, args.passages, args.aer_limit)
+        sets["aer"] = aer_cases(args.index, args.passages, args.aer_limit, settings)
     runners = {name: ModelRunner(name, args.adapter if name == "finetuned" else None, args.batch_size, args.dtype)
-               for name in args.models}
+               for name in args.models if name != "finetuned+gate"}
+    if "finetuned+gate" in args.models:
+        if "finetuned" not in runners:
+            raise SystemExit("finetuned+gate needs the finetuned model too.")
+        gate = ServiceGate(settings, embedder)
+        runners["finetuned+gate"] = GatedRunner(runners["finetuned"], gate)
 
-    def evaluate(runner: ModelRunner, set_name: str, decoding: str) -> dict:
+    def evaluate(runner: ModelRunner | GatedRunner, set_name: str, decoding: str) -> dict:
         answers, seconds = runner.answer(sets[set_name], decoding, set_name)
         scores = [scorer.score(answers[c.case_id], c.passages, c.answerable, c.reference, c.target_doc_ids)
                   for c in sets[set_name]]

@@ -24,6 +24,9 @@ class SamplingParams:
     num_beams: int = 1
     length_penalty: float = 1.0  # beam search: score = sum log p / length ** length_penalty
     ignore_eos: bool = False  # keep going past EOS (benchmarks: a fixed number of new tokens)
+    # Token sequences the answer may not begin with (e.g. a refusal once retrieval has decided the
+    # question is answerable); each is cut off at its last token.
+    banned_openings: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         checks = [
@@ -35,6 +38,7 @@ class SamplingParams:
             (self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}."),
             (self.num_beams >= 1, f"num_beams must be at least 1, got {self.num_beams}."),
             (all(isinstance(s, str) and s for s in self.stop), "stop strings must be non-empty strings."),
+            (all(len(opening) > 0 for opening in self.banned_openings), "banned openings must not be empty."),
             (self.num_beams == 1 or self.temperature == 0.0,
              "beam search is deterministic: use temperature 0 with num_beams > 1."),
         ]
@@ -43,6 +47,7 @@ class SamplingParams:
                 raise ValueError(message)
         if not isinstance(self.stop, tuple):
             object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "banned_openings", tuple(tuple(int(t) for t in o) for o in self.banned_openings))
 
     @property
     def greedy(self) -> bool:
@@ -82,6 +87,15 @@ def apply_no_repeat_ngram(logits: Tensor, histories: list[list[int]], n: int) ->
     return logits
 
 
+def apply_banned_openings(logits: Tensor, histories: list[list[int]], openings: tuple[tuple[int, ...], ...]) -> Tensor:
+    """Ban the last token of each opening in rows whose answer so far is the rest of that opening."""
+    for row, history in enumerate(histories):
+        for opening in openings:
+            if len(history) == len(opening) - 1 and tuple(history) == opening[:-1]:
+                logits[row, opening[-1]] = float("-inf")
+    return logits
+
+
 def top_k_mask(logits: Tensor, k: int) -> Tensor:
     """Keep the k largest logits per row (ties at the k-th value kept), the rest -inf."""
     if k <= 0 or k >= logits.shape[-1]:
@@ -105,8 +119,10 @@ def top_p_mask(logits: Tensor, p: float) -> Tensor:
 def adjust_logits(logits: Tensor, params: SamplingParams, history: Tensor) -> Tensor:
     """Penalties that apply to greedy, sampling and beam search alike."""
     logits = apply_repetition_penalty(logits, history, params.repetition_penalty)
-    if params.no_repeat_ngram_size:
-        logits = apply_no_repeat_ngram(logits, history.tolist(), params.no_repeat_ngram_size)
+    if params.no_repeat_ngram_size or params.banned_openings:
+        histories = history.tolist()
+        logits = apply_no_repeat_ngram(logits, histories, params.no_repeat_ngram_size)
+        logits = apply_banned_openings(logits, histories, params.banned_openings)
     return logits
 
 

@@ -211,7 +211,9 @@ class Trainer:
         if not path.is_file():
             return False
         state = torch.load(path, map_location=self.device, weights_only=False)
-        saved = {k: v for k, v in state["settings"].items() if k not in ("steps", "eval_every", "checkpoint_every")}
+        # What may differ on resume: the run's length, how often it reports, and where files go.
+        free = ("steps", "eval_every", "checkpoint_every", "out_dir", "checkpoint_dir")
+        saved = {k: v for k, v in state["settings"].items() if k not in free}
         current = {k: v for k, v in self.settings.to_json().items() if k in saved}
         if saved != current:
             changed = sorted(k for k in saved if saved[k] != current.get(k))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.answering.citations import SupportChecker, SupportReport
 from app.answering.coverage import CoverageGate, CoverageVerdict
@@ -95,16 +95,18 @@ class Answerer:
         if check:
             with timer.stage("coverage"):
                 dense = self.search.dense_similarities(request.query, outcome.hits)
-                prepared.verdict = self.gate.assess(dense)
+                prepared.verdict = self.gate.assess(dense, [hit.rerank_score for hit in outcome.hits])
             if not prepared.verdict.covered:
                 prepared.notes.append(
                     "The indexed abstracts do not appear to cover this question "
                     f"({prepared.verdict.explain()}); the closest passages are listed instead of an answer."
                 )
                 return prepared
+            if prepared.verdict.must_answer:
+                prepared.params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
 
         with timer.stage("prompt"):
-            prepared.prompt = self.prompts.build(request.query, passages, params.max_new_tokens)
+            prepared.prompt = self.prompts.build(request.query, passages, prepared.params.max_new_tokens)
         if prepared.prompt.dropped_passages:
             prepared.notes.append(
                 f"{prepared.prompt.dropped_passages} passage(s) were left out of the prompt so that it and "
@@ -179,7 +181,7 @@ def build_answerer(settings: Settings, metrics: ServiceMetrics, search: SearchPi
         search=search,
         prompts=PromptBuilder(generator.tokenizer, generator.max_context),
         checker=SupportChecker(embedder.encode, settings.support_threshold),
-        gate=CoverageGate(settings.coverage_min_dense),
+        gate=CoverageGate(settings.coverage_min_dense, settings.coverage_min_rerank, settings.answer_min_rerank),
         queue=GenerationQueue(
             generator,
             workers=settings.generation_workers,

@@ -80,8 +80,14 @@ def parse_markers(text: str) -> list[int]:
     return numbers
 
 
+# The fine-tuned generator sometimes wraps the not-covered sentence ("The authors show that the indexed
+# abstracts do not answer this question."): that declines too.
+REFUSAL_PHRASE = "do not answer this question"
+assert REFUSAL_PHRASE in NOT_COVERED_ANSWER
+
+
 def is_refusal(text: str) -> bool:
-    return strip_markers(text).rstrip(".").lower() == NOT_COVERED_ANSWER.rstrip(".").lower()
+    return REFUSAL_PHRASE in " ".join(strip_markers(text).lower().split())
 
 
 class SupportChecker:

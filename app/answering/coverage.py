@@ -1,4 +1,18 @@
-"""Decide whether the retrieved passages can answer a question at all, before generating anything."""
+"""Decide, before generating anything, whether the retrieved passages can answer a question at all.
+
+Two retrieval signals, each with thresholds calibrated by benchmarks/calibrate_thresholds.py on non-AER
+economics abstracts (benchmarks/results/calibration.json):
+
+* the best passage's dense cosine similarity separates economics from off-topic questions;
+* the cross-encoder's best score separates "a passage answers this" from "related passages, but the
+  paper that answers it is not among them" far better than the 135M generator can by reading them
+  (benchmarks/grounded_eval.py). Below `min_rerank_score` the service declines without generating; at or
+  above `answer_rerank_score` the generator may not decline (its refusal sentence is banned), because a
+  small model that answers only on near-verbatim overlap refuses most paraphrased questions. In between,
+  the fine-tuned generator reads the passages and decides.
+
+Fused RRF scores are rank-based and say nothing about absolute relevance, so they are never used here.
+"""
 
 from __future__ import annotations
 
@@ -9,33 +23,49 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CoverageVerdict:
     covered: bool
-    score: float | None  # the best passage's dense cosine similarity
-    threshold: float
+    must_answer: bool  # covered, and confidently enough that the generator may not decline
+    dense_score: float | None  # the best passage's dense cosine similarity
+    rerank_score: float | None  # the best passage's cross-encoder score (None: not reranked)
+    reason: str
 
     def explain(self) -> str:
-        relation = "at least" if self.covered else "below"
-        return (
-            f"best dense score {self.score:.3f} is {relation} the calibrated threshold {self.threshold:.3f}"
-            if self.score is not None
-            else "no passage matched the question"
-        )
+        return self.reason
 
 
 @dataclass(frozen=True)
 class CoverageGate:
-    """A threshold on the best passage's dense cosine similarity to the question (calibrated by
-    benchmarks/calibrate_thresholds.py on non-AER economics abstracts).
-
-    Why dense and not the cross-encoder's score: on the calibration set the dense threshold refuses every
-    off-topic question while answering 97.5% of covered ones; the reranker's best score, at the same
-    share answered, refuses fewer (benchmarks/results/calibration.json). Fused RRF scores are rank-based
-    and say nothing about absolute relevance, so they are never used here.
-    """
+    """Thresholds on the best passage's dense similarity and, when the passages were reranked, on its
+    cross-encoder score (None: that check is off)."""
 
     min_dense_score: float
+    min_rerank_score: float | None = None
+    answer_rerank_score: float | None = None
 
-    def assess(self, dense_scores: Sequence[float]) -> CoverageVerdict:
-        """dense_scores: the question's cosine similarity to each retrieved passage."""
+    def __post_init__(self) -> None:
+        low, high = self.min_rerank_score, self.answer_rerank_score
+        if low is not None and high is not None and high < low:
+            raise ValueError(f"answer_rerank_score ({high}) must not be below min_rerank_score ({low}).")
+
+    def assess(self, dense_scores: Sequence[float], rerank_scores: Sequence[float | None] = ()) -> CoverageVerdict:
+        """dense_scores: the question's cosine similarity to each passage; rerank_scores: the cross-encoder's
+        score for each passage (empty or None entries when reranking did not run)."""
         best_dense = max(dense_scores, default=None)
-        covered = best_dense is not None and best_dense >= self.min_dense_score
-        return CoverageVerdict(covered, best_dense, self.min_dense_score)
+        known_rerank = [s for s in rerank_scores if s is not None]
+        best_rerank = max(known_rerank) if known_rerank and len(known_rerank) == len(rerank_scores) else None
+        if best_dense is None:
+            return CoverageVerdict(False, False, None, best_rerank, "no passage matched the question")
+        if best_dense < self.min_dense_score:
+            reason = f"best dense score {best_dense:.3f} is below the calibrated threshold {self.min_dense_score:.3f}"
+            return CoverageVerdict(False, False, best_dense, best_rerank, reason)
+        reason = f"best dense score {best_dense:.3f} is at least {self.min_dense_score:.3f}"
+        if best_rerank is None:
+            return CoverageVerdict(True, False, best_dense, None, reason)
+        if self.min_rerank_score is not None and best_rerank < self.min_rerank_score:
+            reason = (f"best reranker score {best_rerank:.2f} is below the calibrated threshold "
+                      f"{self.min_rerank_score:.2f}: related passages, but none that answers it")
+            return CoverageVerdict(False, False, best_dense, best_rerank, reason)
+        must_answer = self.answer_rerank_score is not None and best_rerank >= self.answer_rerank_score
+        reason += f"; best reranker score {best_rerank:.2f}" + (
+            f" is at least {self.answer_rerank_score:.2f}, so the generator may not decline" if must_answer else ""
+        )
+        return CoverageVerdict(True, must_answer, best_dense, best_rerank, reason)

@@ -70,6 +70,11 @@ class PromptBuilder:
         self.max_context = max_context
         self.system_instruction = system_instruction
 
+    def refusal_opening(self) -> tuple[int, ...]:
+        """The first two tokens of NOT_COVERED_ANSWER: banning this opening stops the generator from declining
+        (one token would not do: "The" starts honest answers too)."""
+        return tuple(self.tokenizer.encode(NOT_COVERED_ANSWER)[:2])
+
     def render(self, question: str, passages: Sequence[Passage]) -> str:
         messages = [
             {"role": "system", "content": self.system_instruction},

@@ -58,6 +58,10 @@ class MiningSettings:
         return self.bm25_negatives + self.dense_negatives + self.random_negatives
 
 
+# Share of economics documents (by a hash of their id) held out from reranker training, for validation.
+VALIDATION_FRACTION = 0.05
+
+
 def stable_fraction(key: str) -> float:
     """A number in [0, 1) fixed by the key, for splits that do not depend on row order or seeds."""
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 16**8
@@ -104,7 +108,7 @@ class HardNegativeMiner:
 class EconomicsPairs:
     """Title → abstract and inverse-cloze groups from the non-AER economics abstracts."""
 
-    def __init__(self, csv_path: Path, validation_fraction: float = 0.05) -> None:
+    def __init__(self, csv_path: Path, validation_fraction: float = VALIDATION_FRACTION) -> None:
         if not 0 < validation_fraction < 1:
             raise ValueError(f"validation_fraction must be between 0 and 1, not {validation_fraction}.")
         self.csv_path = csv_path

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import math
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -50,6 +51,15 @@ def test_eos_stops_and_is_not_in_the_text(make_bigram_generator, tiny_tokenizer,
     assert (result.text, result.finish_reason, result.generated_tokens) == ("ab", "stop", 3)
     (short,) = generator.generate(["S"], SamplingParams(max_new_tokens=1))
     assert (short.text, short.finish_reason) == ("a", "length")
+
+
+def test_banned_opening_steers_greedy_and_beam_search(make_bigram_generator, tiny_tokenizer, char_token) -> None:
+    s, a, b, c, x = (char_token(tiny_tokenizer, ch) for ch in "Sabcx")
+    generator = make_bigram_generator(tiny_tokenizer, {s: {a: 0.9, b: 0.1}, a: {b: 0.6, c: 0.4}, b: {x: 1.0}})
+    assert generator.generate(["S"], SamplingParams(max_new_tokens=5))[0].text == "abx"
+    banned = SamplingParams(max_new_tokens=5, banned_openings=((a, b),))
+    assert generator.generate(["S"], banned)[0].text == "ac"
+    assert generator.generate(["S"], replace(banned, num_beams=2))[0].text == "ac"
 
 
 def test_beam_search_finds_the_best_sequence(make_bigram_generator, tiny_tokenizer, char_token) -> None:

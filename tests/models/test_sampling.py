@@ -9,6 +9,7 @@ import torch
 
 from models.sampling import (
     SamplingParams,
+    apply_banned_openings,
     apply_no_repeat_ngram,
     apply_repetition_penalty,
     banned_ngram_tokens,
@@ -50,6 +51,17 @@ def test_no_repeat_ngram_bans_completions() -> None:
     assert logits[0, 7] == NEG and torch.isfinite(logits[0, :7]).all()
 
 
+def test_banned_opening_cuts_only_at_its_last_token_at_the_start() -> None:
+    openings = ((4, 9),)
+    logits = apply_banned_openings(torch.zeros(3, 10), [[4], [1, 4], []], openings)
+    assert logits[0, 9] == NEG and torch.isfinite(logits[0, :9]).all()  # the answer began with 4: no 9 next
+    assert torch.isfinite(logits[1]).all()  # 4 later in the answer: 9 allowed
+    assert torch.isfinite(logits[2]).all()  # the first token alone is not banned
+    single = apply_banned_openings(torch.zeros(1, 10), [[]], ((3,),))
+    assert single[0, 3] == NEG
+    assert SamplingParams(banned_openings=[[4, 9]]).banned_openings == ((4, 9),)
+
+
 def test_greedy_and_seeded_sampling() -> None:
     logits = torch.randn(4, 50)
     greedy = choose_next_tokens(logits, SamplingParams(), torch.zeros(4, 0, dtype=torch.long))
@@ -78,6 +90,7 @@ def test_sampling_follows_the_distribution() -> None:
 @pytest.mark.parametrize("bad", [
     {"max_new_tokens": 0}, {"temperature": -1.0}, {"top_k": -1}, {"top_p": 0.0}, {"top_p": 1.5},
     {"repetition_penalty": 0.0}, {"num_beams": 0}, {"stop": ("",)}, {"num_beams": 2, "temperature": 0.7},
+    {"banned_openings": ((),)},
 ])
 def test_invalid_params_are_clear_errors(bad: dict) -> None:
     with pytest.raises(ValueError, match=r"must|beam"):

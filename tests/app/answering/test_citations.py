@@ -1,6 +1,6 @@
 import pytest
 
-from app.answering.citations import SupportChecker, parse_markers, strip_markers
+from app.answering.citations import SupportChecker, is_refusal, parse_markers, strip_markers
 from app.answering.prompt import NOT_COVERED_ANSWER, Passage
 
 PASSAGES = [
@@ -51,3 +51,9 @@ def test_the_not_covered_answer_and_fragments_are_not_claims(checker: SupportChe
 def test_threshold_is_validated(tiny_index) -> None:
     with pytest.raises(ValueError):
         SupportChecker(tiny_index.embedder.encode, threshold=1.5)
+
+
+def test_a_wrapped_not_covered_sentence_is_a_refusal() -> None:
+    assert is_refusal(NOT_COVERED_ANSWER) and is_refusal("The indexed abstracts do not answer this question [2].")
+    assert is_refusal("The authors show that the indexed abstracts do not\nanswer this question.")
+    assert not is_refusal("The authors find that minimum wages did not reduce employment [1].")
