@@ -76,8 +76,9 @@ async def search_load(base: str, concurrency: int, requests: int, rerank: bool) 
 
 
 async def ask_timing(base: str, question: str, max_new_tokens: int) -> dict:
-    body = {"query": question, "top_k": 5, "stream": True, "coverage_check": False,
-            "generation": {"max_new_tokens": max_new_tokens}}  # fmt: skip
+    # The default answering path, coverage gate included: these questions are covered, and the gate's
+    # verdict decides whether the fine-tuned model may decline (without the gate it declines most questions).
+    body = {"query": question, "top_k": 5, "stream": True, "generation": {"max_new_tokens": max_new_tokens}}
     async with httpx.AsyncClient(timeout=600) as client:
         started = time.perf_counter()
         first_token = None
@@ -98,6 +99,7 @@ async def ask_timing(base: str, question: str, max_new_tokens: int) -> dict:
         "total_s": round(total, 3),
         "generated_tokens": done.get("usage", {}).get("generated_tokens"),
         "prompt_tokens": done.get("usage", {}).get("prompt_tokens"),
+        "covered": done.get("covered"),
     }
 
 

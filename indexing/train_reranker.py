@@ -53,6 +53,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="model directory to write")
     parser.add_argument("--init", type=Path, default=None,
                         help="starting weights (default: all-MiniLM-L6-v2); in-domain: a zero-shot model")  # fmt: skip
+    parser.add_argument("--average-with", type=Path, default=None,
+                        help="with --steps 0: average --init's weights with this reranker's (same lineage), as in "
+                             "WiSE-FT (Wortsman et al., 2022)")  # fmt: skip
+    parser.add_argument("--average-weight", type=float, default=0.5, help="the share of --average-with's weights")
     parser.add_argument("--econ-csv", type=Path, default=SHARED / "data" / "econ_other_abstracts.csv")
     parser.add_argument("--scifact", type=Path, default=SHARED / "eval" / "beir" / "scifact")
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / "var", help="cached indexes live here")
@@ -88,6 +92,15 @@ def main(argv: list[str] | None = None) -> None:
     if settings.steps == 0 and not init_info:
         raise SystemExit("--steps 0 re-validates a trained reranker (and picks its first-stage weight): "
                          "pass --init <reranker dir>.")  # fmt: skip
+    other_info = _read_info(args.average_with)
+    if args.average_with is not None:
+        if settings.steps != 0 or not init_info or not other_info:
+            raise SystemExit("--average-with averages two trained rerankers and re-validates the result: "
+                             "pass --steps 0 and two reranker dirs (--init and --average-with).")  # fmt: skip
+        if not 0 < args.average_weight < 1:
+            raise SystemExit(f"--average-weight must be between 0 and 1, not {args.average_weight}.")
+        if "in-domain" in (init_info["variant"], other_info["variant"]) and args.variant != "in-domain":
+            raise SystemExit("An average with an in-domain reranker has seen SciFact train: use --variant in-domain.")
     init_dir = args.init or default_model_dir()
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -127,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     log.info("training groups: %s", counts)
 
     trainer = RerankerTrainer(init_dir, settings)
+    if args.average_with is not None:
+        trainer.average_with(args.average_with, args.average_weight)
     results: dict[str, dict[str, dict[str, float]]] = {}
     for validation in validations:
         results[validation.name] = {"hybrid (no rerank)": validation.baseline()}
@@ -152,12 +167,17 @@ def main(argv: list[str] | None = None) -> None:
         "validation": results,
         "first_stage_weight": first_stage_weight,
         # The whole chain of commands that produced these weights, the starting model's first.
-        "commands": [*init_info.get("commands", []), command],
+        "commands": list(dict.fromkeys([*init_info.get("commands", []), *other_info.get("commands", []), command])),
     }
-    if settings.steps == 0:  # the same weights: keep the description of how they were trained
+    if settings.steps == 0:  # trained weights (or an average): keep the description of the last training
+        described = other_info or init_info
         kept = ("name", "variant", "init", "training_groups", "mining", "training")
-        info.update({key: init_info[key] for key in kept})
-        settings = TrainingSettings(**init_info["training"])
+        info.update({key: described[key] for key in kept})
+        settings = TrainingSettings(**described["training"])
+        if args.average_with is not None:
+            info["name"] = f"aer-rag-reranker-{args.variant}-L{settings.num_layers}"
+            info["init"] = (f"{_display_path(args.init)} and {_display_path(args.average_with)}, weights averaged "
+                            f"{1 - args.average_weight:g} : {args.average_weight:g}")
     trainer.save(args.out, info)
     write_model_card(args.out, info, settings)
     log.info("wrote %s", args.out)

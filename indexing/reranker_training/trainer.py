@@ -68,6 +68,18 @@ class RerankerTrainer:
             model = SegmentPoolingCrossEncoder.from_encoder(init_dir, settings.num_layers)
         self.model = model.to(settings.device)
 
+    @torch.no_grad()
+    def average_with(self, other_dir: Path, weight: float) -> None:
+        """Move every weight to (1 - weight) * ours + weight * other's: two models fine-tuned from one
+        ancestor often keep the strengths of both when averaged (WiSE-FT)."""
+        other = SegmentPoolingCrossEncoder.load(other_dir).state_dict()
+        ours = self.model.state_dict()
+        if other.keys() != ours.keys() or any(other[k].shape != ours[k].shape for k in ours):
+            raise ValueError(f"{other_dir} is not the same architecture as the starting reranker.")
+        for name, value in ours.items():
+            if value.is_floating_point():
+                value.lerp_(other[name].to(value.device, value.dtype), weight)
+
     def train(self, groups: list[TrainingGroup]) -> list[float]:
         """Run settings.steps optimiser steps over shuffled groups (cycling if needed); return step losses."""
         settings = self.settings

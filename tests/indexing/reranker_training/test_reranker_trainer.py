@@ -81,6 +81,21 @@ def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -
         assert torch.equal(a, b), name
 
 
+def test_averaging_two_rerankers_interpolates_every_weight(tiny_encoder_dir: Path, tmp_path: Path) -> None:
+    base, _ = train(tiny_encoder_dir, steps=0)
+    tuned, _ = train(tiny_encoder_dir, steps=5)
+    tuned.save(tmp_path / "tuned", {"name": "tuned"})
+    tuned_weights = RerankerTrainer(tmp_path / "tuned", tuned.settings).model.state_dict()  # float16 round trip
+    start = {name: value.clone() for name, value in base.model.state_dict().items()}
+    base.average_with(tmp_path / "tuned", 0.25)
+    for name, value in base.model.state_dict().items():
+        if value.is_floating_point():
+            torch.testing.assert_close(value, 0.75 * start[name] + 0.25 * tuned_weights[name])
+    shallow, _ = train(tiny_encoder_dir, steps=0, num_layers=1)
+    with pytest.raises(ValueError, match="not the same architecture"):
+        shallow.average_with(tmp_path / "tuned", 0.5)
+
+
 def test_settings_are_validated() -> None:
     with pytest.raises(ValueError, match="steps=-1"):
         TrainingSettings(steps=-1)
