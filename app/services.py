@@ -151,6 +151,20 @@ def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> 
     return build_services(settings, metrics, index, rerank, generator, device)
 
 
+def build_search(settings: Settings, index: PublishedIndex, rerank: RerankState) -> SearchPipeline:
+    """The service's search stage from its settings (benchmarks use it to retrieve exactly as the service does)."""
+    retriever = HybridRetriever(
+        index,
+        HybridSettings(
+            candidates=settings.retrieval_candidates,
+            rrf_k=settings.rrf_k,
+            bm25_weight=settings.bm25_weight,
+            dense_weight=settings.dense_weight,
+        ),
+    )
+    return SearchPipeline(index, retriever, rerank, settings.rerank_top_m)
+
+
 def build_services(
     settings: Settings,
     metrics: ServiceMetrics,
@@ -161,15 +175,6 @@ def build_services(
 ) -> Services:
     from app.answering.answerer import build_answerer
 
-    retriever = HybridRetriever(
-        index,
-        HybridSettings(
-            candidates=settings.retrieval_candidates,
-            rrf_k=settings.rrf_k,
-            bm25_weight=settings.bm25_weight,
-            dense_weight=settings.dense_weight,
-        ),
-    )
-    search = SearchPipeline(index, retriever, rerank, settings.rerank_top_m)
+    search = build_search(settings, index, rerank)
     answerer = build_answerer(settings, metrics, search, generator)
     return Services(settings, metrics, index, search, answerer, device)

@@ -30,8 +30,7 @@ import numpy as np
 from app.answering.citations import SupportChecker
 from app.answering.prompt import Passage
 from app.config import REPO_ROOT, Settings
-from app.retrieval.hybrid import HybridRetriever, HybridSettings
-from app.services import SearchPipeline, load_reranker
+from app.services import SearchPipeline, build_search, load_reranker
 from indexing.index import PublishedIndex
 from indexing.loader import fallback_doc_id
 from indexing.pipeline import IngestionPipeline, IngestionSettings
@@ -249,7 +248,7 @@ def main() -> None:
         support = calibrate_support(index, rows, args.claims, args.seed)
     settings = Settings()
     rerank = load_reranker(settings, "cpu")
-    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
+    search = build_search(settings, index, rerank)
     coverage = calibrate_coverage(search, indexed, args.queries, args.seed)
     answerability = (
         calibrate_answerability(search, indexed, args.answerability_queries, settings.answer_top_k, args.seed)

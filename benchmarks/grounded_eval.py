@@ -71,13 +71,12 @@ def validation_cases(data_dir: Path, limit: int | None) -> list[EvalCase]:
 def aer_cases(index_dir: Path, passages: int, limit: int | None, settings: Settings) -> list[EvalCase]:
     """Each question with the top retrieved passages, and again with its source abstract removed."""
     from app.answering.answerer import to_passages
-    from app.retrieval.hybrid import HybridRetriever, HybridSettings
-    from app.services import SearchPipeline, load_reranker
+    from app.services import build_search, load_reranker
     from indexing.index import PublishedIndex
 
     index = PublishedIndex.load(index_dir)
     rerank = load_reranker(settings, "cpu")
-    search = SearchPipeline(index, HybridRetriever(index, HybridSettings()), rerank, settings.rerank_top_m)
+    search = build_search(settings, index, rerank)
     doc_of_doi = {d.doi: d.doc_id for d in index.documents.values() if d.doi}
     cases = []
     for i, line in enumerate(QUESTIONS.read_text().splitlines()[:limit]):
@@ -143,7 +142,7 @@ class ServiceGate:
             raise SystemExit("finetuned+gate needs the reranker (AER_RAG_RERANKER_DIR).")
         self.reranker = CrossEncoderReranker(settings.reranker_dir)
         self.embedder = embedder
-        self.gate = CoverageGate(settings.coverage_min_dense, settings.coverage_min_rerank, settings.answer_min_rerank)
+        self.gate = CoverageGate.from_settings(settings)
 
     def assess(self, case: EvalCase) -> CoverageVerdict:
         vectors = self.embedder.encode([case.question] + [indexed_text(p.title, p.text) for p in case.passages])

@@ -181,7 +181,7 @@ def build_answerer(settings: Settings, metrics: ServiceMetrics, search: SearchPi
         search=search,
         prompts=PromptBuilder(generator.tokenizer, generator.max_context),
         checker=SupportChecker(embedder.encode, settings.support_threshold),
-        gate=CoverageGate(settings.coverage_min_dense, settings.coverage_min_rerank, settings.answer_min_rerank),
+        gate=CoverageGate.from_settings(settings),
         queue=GenerationQueue(
             generator,
             workers=settings.generation_workers,

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class CoverageGate:
     min_dense_score: float
     min_rerank_score: float | None = None
     answer_rerank_score: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CoverageGate:
+        return cls(settings.coverage_min_dense, settings.coverage_min_rerank, settings.answer_min_rerank)
 
     def __post_init__(self) -> None:
         low, high = self.min_rerank_score, self.answer_rerank_score

@@ -40,3 +40,10 @@ def test_reranker_checks_can_be_off_and_must_be_ordered() -> None:
     assert dense_only.assess([0.5], [-3.0]).covered and not dense_only.assess([0.5], [99.0]).must_answer
     with pytest.raises(ValueError, match="must not be below"):
         CoverageGate(min_dense_score=0.4, min_rerank_score=5.0, answer_rerank_score=4.0)
+
+
+def test_the_gate_takes_its_thresholds_from_the_settings() -> None:
+    from app.config import Settings
+
+    settings = Settings(coverage_min_dense=0.3, coverage_min_rerank=4.0, answer_min_rerank=8.0)
+    assert CoverageGate.from_settings(settings) == CoverageGate(0.3, 4.0, 8.0)
