@@ -70,7 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--groups-per-step", type=int, default=defaults.groups_per_step)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
-    parser.add_argument("--layers", type=int, default=defaults.num_layers)
+    parser.add_argument("--layers", type=int, default=None,
+                        help=f"encoder layers (default: --init's depth, or {defaults.num_layers}); more than --init "
+                             "has appends all-MiniLM-L6-v2's next layers")  # fmt: skip
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.add_argument("--threads", type=int, default=None,
@@ -82,13 +84,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    settings = TrainingSettings(
-        steps=args.steps, groups_per_step=args.groups_per_step, learning_rate=args.learning_rate,
-        max_length=args.max_length, num_layers=args.layers, seed=args.seed, device=device,
-    )  # fmt: skip
     if args.variant == "in-domain" and args.init is None:
         raise SystemExit("The in-domain variant continues a zero-shot model: pass --init <zero-shot model dir>.")
     init_info = _read_info(args.init)
+    num_layers = args.layers or init_info.get("training", {}).get("num_layers", TrainingSettings.num_layers)
+    settings = TrainingSettings(
+        steps=args.steps, groups_per_step=args.groups_per_step, learning_rate=args.learning_rate,
+        max_length=args.max_length, num_layers=num_layers, seed=args.seed, device=device,
+    )  # fmt: skip
     if settings.steps == 0 and not init_info:
         raise SystemExit("--steps 0 re-validates a trained reranker (and picks its first-stage weight): "
                          "pass --init <reranker dir>.")  # fmt: skip

@@ -63,6 +63,18 @@ class SegmentPoolingCrossEncoder(nn.Module):
         model.bert.load_state_dict(encoder.state_dict())
         return model
 
+    def set_depth(self, num_layers: int, encoder_dir: Path) -> None:
+        """Keep the first num_layers layers; if that is more than we have, append the missing ones from the
+        plain encoder in encoder_dir (a trained shallow reranker grows one layer deeper without starting over)."""
+        layers = self.bert.encoder.layer
+        if num_layers > len(layers):
+            donor = BertModel.from_pretrained(encoder_dir, local_files_only=True, add_pooling_layer=False)
+            if donor.config.hidden_size != self.config.hidden_size or num_layers > len(donor.encoder.layer):
+                raise ValueError(f"{encoder_dir} cannot supply layers {len(layers) + 1}-{num_layers} of this reranker.")
+            layers.extend(donor.encoder.layer[len(layers) : num_layers])
+        del layers[num_layers:]
+        self.config.num_hidden_layers = num_layers
+
     @classmethod
     def load(cls, model_dir: Path) -> SegmentPoolingCrossEncoder:
         """Load a saved reranker (weights may be float16 on disk; the model is float32 in memory)."""

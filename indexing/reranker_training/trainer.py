@@ -14,6 +14,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from app.retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from app.retrieval.rerank import RERANKER_INFO_FILE, autocast_for, resolve_precision
+from indexing.embedding import default_model_dir
 from indexing.reranker_training.data import TrainingGroup
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ class TrainingSettings:
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
     max_length: int = 160  # query + passage tokens; longer passages are cut at the end
-    num_layers: int = 3  # keep the first N encoder layers of the initial model (fewer = faster)
+    num_layers: int = 3  # encoder layers (fewer = faster); a trained reranker is cut or grown to this depth
     seed: int = 13
     device: str = "cpu"
     precision: str = "auto"  # "auto": bfloat16 autocast on CPUs with AMX/AVX512-BF16, float16 on CUDA
@@ -54,16 +55,18 @@ class RerankerTrainer:
     """Fine-tunes a cross-encoder so each group's positive outscores its negatives.
 
     init_dir is either a plain BERT encoder (all-MiniLM-L6-v2: a new reranker is built on it, keeping
-    its first num_layers layers) or an already trained reranker (training continues from it).
+    its first num_layers layers) or an already trained reranker (training continues from it, cut or grown
+    to num_layers; new layers come from base_encoder_dir, all-MiniLM-L6-v2 by default).
     """
 
-    def __init__(self, init_dir: Path, settings: TrainingSettings) -> None:
+    def __init__(self, init_dir: Path, settings: TrainingSettings, base_encoder_dir: Path | None = None) -> None:
         self.settings = settings
         torch.manual_seed(settings.seed)
         self.dtype = resolve_precision(settings.precision, settings.device)
         self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(init_dir, local_files_only=True)
         if (init_dir / RERANKER_INFO_FILE).is_file():
             model = SegmentPoolingCrossEncoder.load(init_dir)
+            model.set_depth(settings.num_layers, base_encoder_dir or default_model_dir())
         else:
             model = SegmentPoolingCrossEncoder.from_encoder(init_dir, settings.num_layers)
         self.model = model.to(settings.device)

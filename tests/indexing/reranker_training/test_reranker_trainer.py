@@ -81,6 +81,28 @@ def test_training_is_deterministic_and_can_drop_layers(tiny_encoder_dir: Path) -
         assert torch.equal(a, b), name
 
 
+def test_a_trained_reranker_grows_with_the_base_encoders_next_layers_and_can_be_cut(
+    tiny_encoder_dir: Path, tmp_path: Path
+) -> None:
+    shallow, _ = train(tiny_encoder_dir, steps=5, num_layers=1)
+    shallow.save(tmp_path / "shallow", {"name": "shallow"})
+    grown = RerankerTrainer(tmp_path / "shallow", TrainingSettings(num_layers=2), base_encoder_dir=tiny_encoder_dir)
+    donor = BertModel.from_pretrained(tiny_encoder_dir)
+    assert grown.model.config.num_hidden_layers == 2 and len(grown.model.bert.encoder.layer) == 2
+    for name, value in grown.model.bert.encoder.layer[1].state_dict().items():
+        assert torch.equal(value, donor.encoder.layer[1].state_dict()[name]), name
+    trained = RerankerTrainer(tmp_path / "shallow", TrainingSettings(num_layers=1))
+    trained_first_layer = trained.model.bert.encoder.layer[0]
+    for name, value in grown.model.bert.encoder.layer[0].state_dict().items():
+        assert torch.equal(value, trained_first_layer.state_dict()[name]), name  # the trained layer is kept
+
+    grown.save(tmp_path / "grown", {"name": "grown"})
+    cut = RerankerTrainer(tmp_path / "grown", TrainingSettings(num_layers=1))
+    assert cut.model.config.num_hidden_layers == 1 and len(cut.model.bert.encoder.layer) == 1
+    with pytest.raises(ValueError, match="cannot supply layers 2-3"):
+        RerankerTrainer(tmp_path / "shallow", TrainingSettings(num_layers=3), base_encoder_dir=tiny_encoder_dir)
+
+
 def test_averaging_two_rerankers_interpolates_every_weight(tiny_encoder_dir: Path, tmp_path: Path) -> None:
     base, _ = train(tiny_encoder_dir, steps=0)
     tuned, _ = train(tiny_encoder_dir, steps=5)
