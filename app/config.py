@@ -74,10 +74,10 @@ class Settings(BaseSettings):
     coverage_min_dense: float = Field(0.389, ge=-1.0, le=1.0)
     # Cross-encoder thresholds for the shipped reranker (app/answering/coverage.py); recalibrate with a new one.
     coverage_min_rerank: float | None = Field(
-        5.68, description="Decline without generating when the best reranked passage scores below this (empty: off)."
+        4.81, description="Decline without generating when the best reranked passage scores below this (empty: off)."
     )
     answer_min_rerank: float | None = Field(
-        6.5, description="From this best reranker score up, the generator may not decline (empty: off)."
+        5.87, description="From this best reranker score up, the generator may not decline (empty: off)."
     )
     # Chosen on the grounded validation split (benchmarks/grounded_eval.py): greedy with no repeated
     # 4-grams stops loops; a repetition penalty would punish re-citing [1].

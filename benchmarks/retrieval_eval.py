@@ -31,8 +31,8 @@ from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noq
 
 DEFAULT_RERANKERS = (
     f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v4'}",
-    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v6b'}",
-    f"in-domain, earlier={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v4'}",
+    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'soup-v7c-v7b'}",
+    f"in-domain, previously shipped={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v6b'}",
 )
 
 

@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
             info["name"] = f"aer-rag-reranker-{args.variant}-L{settings.num_layers}"
             info["init"] = (f"{_display_path(args.init)} and {_display_path(args.average_with)}, weights averaged "
                             f"{1 - args.average_weight:g} : {args.average_weight:g}")
+            info["averaged_from"] = [_display_path(args.init), _display_path(args.average_with)]
     trainer.save(args.out, info)
     write_model_card(args.out, info, settings)
     log.info("wrote %s", args.out)

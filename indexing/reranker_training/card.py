@@ -48,6 +48,7 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         "- 5% of economics documents (by a hash of their id) are held out for validation.",
         "",
         "## Training",
+        *_averaged_note(info),
         "- Loss: softmax cross-entropy over each group (1 positive + its negatives).",
         f"- {settings.steps} steps of {settings.groups_per_step} groups; AdamW lr {settings.learning_rate}, "
         f"linear warm-up {settings.warmup_fraction:.0%} then decay; seed {settings.seed}.",
@@ -86,6 +87,14 @@ def _between_markers(text: str) -> str:
     if EVALUATION_START not in text or EVALUATION_END not in text:
         return ""
     return text[text.index(EVALUATION_START) + len(EVALUATION_START) : text.index(EVALUATION_END)].strip()
+
+
+def _averaged_note(info: dict[str, Any]) -> list[str]:
+    if "averaged_from" not in info:
+        return []
+    first, second = info["averaged_from"]
+    return [f"- A weight average of {first} and {second}, with no training after it. The data above and the run",
+            f"  below are {second}'s last run; every run of both parents is under Reproduce."]  # fmt: skip
 
 
 def _mining(mining: dict[str, Any]) -> str:
