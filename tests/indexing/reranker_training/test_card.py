@@ -26,3 +26,12 @@ def test_card_lists_every_command_and_keeps_the_scifact_table(tmp_path: Path) ->
     assert "| econ-heldout-titles | hybrid (no rerank) | 0.8000 | 0.7000 | 0.9000 |" in card
     assert "first-stage weight 1" in card
     assert "| hybrid | 0.71 |" in card
+
+
+def test_card_of_a_weight_average_names_both_parents(tmp_path: Path) -> None:
+    write_model_card(tmp_path, INFO, TrainingSettings(steps=0))
+    assert "weight average" not in (tmp_path / CARD_FILE).read_text()
+    write_model_card(tmp_path, {**INFO, "averaged_from": ["var/a", "var/b"]}, TrainingSettings(steps=0))
+    card = (tmp_path / CARD_FILE).read_text()
+    assert "A weight average of var/a and var/b" in card
+    assert "var/b's last run" in card
