@@ -1,0 +1,106 @@
+"""How deep a cross-encoder can the 300 ms rerank budget afford? Rerank-30 latency by encoder depth.
+
+    .venv/bin/python benchmarks/reranker_depth_benchmark.py [--queries 60] [--depths 3 4 6]
+
+Each depth is the shipped reranker's architecture cut or grown from all-MiniLM-L6-v2 (untrained heads:
+latency does not depend on the weights). Every depth scores the same candidates: the hybrid top 30 of
+SciFact test queries from the evaluation index (var/eval/scifact), as the service would, and the
+shipped reranker runs beside them as the reference. Prints a table and writes
+benchmarks/results/reranker_depth.json. Run on an idle machine: the cores are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from app.config import DEFAULT_RERANKER_DIR  # noqa: E402
+from app.retrieval.hybrid import HybridRetriever  # noqa: E402
+from app.retrieval.rerank import CrossEncoderReranker, passage_text  # noqa: E402
+from indexing.embedding import default_model_dir  # noqa: E402
+from indexing.eval.beir import BeirDataset  # noqa: E402
+from indexing.eval.harness import ingest_beir  # noqa: E402
+from indexing.reranker_training.trainer import RerankerTrainer, TrainingSettings  # noqa: E402
+
+BUDGET_MS = 300.0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", type=Path, default=REPO_ROOT.parent / "shared" / "eval" / "beir" / "scifact")
+    parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / "var" / "eval")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--depths", type=int, nargs="+", default=[3, 4, 6])
+    parser.add_argument("--top-m", type=int, default=30)
+    return parser.parse_args()
+
+
+def time_reranker(reranker: CrossEncoderReranker, workload: list[tuple[str, list[str]]]) -> dict[str, float]:
+    reranker.score(*workload[0])  # warm-up: first-call allocations
+    timings = []
+    for query, passages in workload:
+        started = time.perf_counter()
+        reranker.score(query, passages)
+        timings.append((time.perf_counter() - started) * 1000)
+    return {"mean_ms": float(np.mean(timings)), "p95_ms": float(np.percentile(timings, 95))}
+
+
+def main() -> None:
+    args = parse_args()
+    dataset = BeirDataset.load(args.dataset, split="test")
+    retriever = HybridRetriever(ingest_beir(dataset, args.work_dir / dataset.name))
+    workload = []
+    for query in list(dataset.queries.values())[: args.queries]:
+        hits = retriever.retrieve(query, top_n=args.top_m)
+        workload.append((query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in hits]))
+
+    rows = [{"model": "shipped reranker", "layers": read_layers(DEFAULT_RERANKER_DIR),
+             **time_reranker(CrossEncoderReranker(DEFAULT_RERANKER_DIR), workload)}]  # fmt: skip
+    with tempfile.TemporaryDirectory() as scratch:
+        for depth in args.depths:
+            model_dir = Path(scratch) / f"L{depth}"
+            RerankerTrainer(default_model_dir(), TrainingSettings(steps=0, num_layers=depth)).save(
+                model_dir, {"name": f"untrained-L{depth}"}
+            )
+            rows.append({"model": f"{depth} layers", "layers": depth,
+                         **time_reranker(CrossEncoderReranker(model_dir), workload)})  # fmt: skip
+
+    lines = [
+        f"Rerank of the hybrid top {args.top_m}, {len(workload)} SciFact test queries, "
+        f"{torch.get_num_threads()} CPU threads (budget {BUDGET_MS:.0f} ms)",
+        "",
+        "| model | layers | mean ms | p95 ms | within budget |",
+        "|---|---:|---:|---:|---|",
+        *[f"| {row['model']} | {row['layers']} | {row['mean_ms']:.0f} | {row['p95_ms']:.0f} | "
+          f"{'yes' if row['mean_ms'] <= BUDGET_MS else 'no'} |" for row in rows],
+    ]  # fmt: skip
+    table = "\n".join(lines)
+    print(table)
+    out = REPO_ROOT / "benchmarks" / "results" / "reranker_depth.json"
+    out.write_text(json.dumps({
+        "queries": len(workload), "top_m": args.top_m, "budget_ms": BUDGET_MS, "rows": rows,
+        "machine": {"cpu_threads": torch.get_num_threads(), "platform": platform.platform(),
+                    "load_average_at_end": os.getloadavg()},
+        "table_markdown": table,
+    }, indent=2) + "\n")  # fmt: skip
+    print(f"wrote {out}")
+
+
+def read_layers(model_dir: Path) -> int:
+    return int(json.loads((model_dir / "config.json").read_text())["num_hidden_layers"])
+
+
+if __name__ == "__main__":
+    main()
