@@ -87,7 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.variant == "in-domain" and args.init is None:
         raise SystemExit("The in-domain variant continues a zero-shot model: pass --init <zero-shot model dir>.")
     init_info = _read_info(args.init)
-    num_layers = args.layers if args.layers is not None else init_info.get("training", {}).get("num_layers", 3)
+    num_layers = args.layers
+    if num_layers is None:  # keep --init's depth
+        num_layers = init_info.get("training", {}).get("num_layers", TrainingSettings.num_layers)
     settings = TrainingSettings(
         steps=args.steps, groups_per_step=args.groups_per_step, learning_rate=args.learning_rate,
         max_length=args.max_length, num_layers=num_layers, seed=args.seed, device=device,
