@@ -20,7 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +30,7 @@ from app.retrieval.hybrid import HybridRetriever  # noqa: E402
 from app.retrieval.rerank import CrossEncoderReranker, passage_text  # noqa: E402
 from indexing.embedding import default_model_dir  # noqa: E402
 from indexing.eval.beir import BeirDataset  # noqa: E402
-from indexing.eval.harness import ingest_beir  # noqa: E402
+from indexing.eval.harness import ingest_beir, latency_summary  # noqa: E402
 from indexing.reranker_training.trainer import RerankerTrainer, TrainingSettings  # noqa: E402
 
 BUDGET_MS = 300.0
@@ -47,14 +46,17 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def time_reranker(reranker: CrossEncoderReranker, workload: list[tuple[str, list[str]]]) -> dict[str, float]:
+def time_reranker(name: str, reranker: CrossEncoderReranker, workload: list[tuple[str, list[str]]]) -> dict:
+    """One row: the reranker's depth and its per-query latency (as retrieval_eval's rerank column reports it)."""
     reranker.score(*workload[0])  # warm-up: first-call allocations
     timings = []
     for query, passages in workload:
         started = time.perf_counter()
         reranker.score(query, passages)
         timings.append((time.perf_counter() - started) * 1000)
-    return {"mean_ms": float(np.mean(timings)), "p95_ms": float(np.percentile(timings, 95))}
+    summary = latency_summary(timings)
+    return {"model": name, "layers": reranker.model.config.num_hidden_layers,
+            "mean_ms": summary["mean"], "p95_ms": summary["p95"]}  # fmt: skip
 
 
 def main() -> None:
@@ -66,16 +68,14 @@ def main() -> None:
         hits = retriever.retrieve(query, top_n=args.top_m)
         workload.append((query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in hits]))
 
-    rows = [{"model": "shipped reranker", "layers": read_layers(DEFAULT_RERANKER_DIR),
-             **time_reranker(CrossEncoderReranker(DEFAULT_RERANKER_DIR), workload)}]  # fmt: skip
+    rows = [time_reranker("shipped reranker", CrossEncoderReranker(DEFAULT_RERANKER_DIR), workload)]
     with tempfile.TemporaryDirectory() as scratch:
         for depth in args.depths:
             model_dir = Path(scratch) / f"L{depth}"
             RerankerTrainer(default_model_dir(), TrainingSettings(steps=0, num_layers=depth)).save(
                 model_dir, {"name": f"untrained-L{depth}"}
             )
-            rows.append({"model": f"{depth} layers", "layers": depth,
-                         **time_reranker(CrossEncoderReranker(model_dir), workload)})  # fmt: skip
+            rows.append(time_reranker(f"{depth} layers", CrossEncoderReranker(model_dir), workload))
 
     lines = [
         f"Rerank of the hybrid top {args.top_m}, {len(workload)} SciFact test queries, "
@@ -96,10 +96,6 @@ def main() -> None:
         "table_markdown": table,
     }, indent=2) + "\n")  # fmt: skip
     print(f"wrote {out}")
-
-
-def read_layers(model_dir: Path) -> int:
-    return int(json.loads((model_dir / "config.json").read_text())["num_hidden_layers"])
 
 
 if __name__ == "__main__":

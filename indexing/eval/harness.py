@@ -131,9 +131,9 @@ class RetrievalEvaluator:
                 hits = head + hits[config.rerank_top_m :]
                 rerank_ms.append((time.perf_counter() - started) * 1000)
             run[query_id] = self.document_ranking(hits)[: config.depth]
-        latency = {f"retrieve_{key}": value for key, value in _summary(retrieve_ms).items()}
+        latency = {f"retrieve_{key}": value for key, value in latency_summary(retrieve_ms).items()}
         if rerank_ms:
-            latency.update({f"rerank_{key}": value for key, value in _summary(rerank_ms).items()})
+            latency.update({f"rerank_{key}": value for key, value in latency_summary(rerank_ms).items()})
         return EvalResult(
             config,
             evaluate(run, self.dataset.qrels, STANDARD_METRICS),
@@ -164,7 +164,8 @@ class RetrievalEvaluator:
         return self._rerankers[model_dir]
 
 
-def _summary(values_ms: list[float]) -> dict[str, float]:
+def latency_summary(values_ms: list[float]) -> dict[str, float]:
+    """Mean, median and 95th percentile (nearest rank) of per-query milliseconds."""
     ordered = sorted(values_ms)
     return {
         "mean": round(statistics.fmean(ordered), 2),
