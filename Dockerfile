@@ -28,9 +28,12 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 
 # 3. The project itself (code and the shipped reranker / adapter weights).
 COPY README.md ./
-COPY app ./app
-COPY indexing ./indexing
+COPY runtime ./runtime
 COPY models ./models
+COPY indexing ./indexing
+COPY retrieval ./retrieval
+COPY answering ./answering
+COPY app ./app
 RUN pip install --no-deps . \
     && useradd --create-home --uid 10001 aer \
     && mkdir -p /data/index \

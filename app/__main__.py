@@ -9,7 +9,7 @@ from pathlib import Path
 
 import uvicorn
 
-from app.config import Settings
+from app.config import Settings, unknown_environment_variables
 from app.main import create_app
 from app.services import load_services
 
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = Settings(host=args.host, port=args.port, index_dir=args.index, device=args.device)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in unknown_environment_variables():
+        logging.getLogger("app").warning("%s names no setting and is ignored (see the README's Settings)", name)
     try:
         services = load_services(settings)
     except Exception as error:  # a clear one-line refusal instead of a traceback

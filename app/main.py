@@ -56,7 +56,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.metrics = metrics
     app.state.services = services
 
-    install_error_handlers(app, settings.retry_after_s)
+    install_error_handlers(app, settings.generation.retry_after_s)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],

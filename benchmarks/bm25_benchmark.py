@@ -14,7 +14,6 @@ import argparse
 import json
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +21,8 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from indexing.bm25 import Bm25Index  # noqa: E402
+from benchmarks.common import REPO_ROOT as REPO
+from indexing.bm25 import Bm25Index
 
 RESULTS = REPO / "benchmarks" / "results" / "bm25.json"
 QUERIES = (

@@ -6,12 +6,12 @@
 2. Coverage threshold (refuse instead of answering): the best passage's dense cosine for questions whose
    paper is in a small index (covered) against questions on other subjects entirely (off-topic). The
    threshold keeps 97.5% of covered questions answerable, with a margin above the highest off-topic score
-   when there is room for one. With a reranker configured (AER_RAG_RERANKER_DIR), its best score is
+   when there is room for one. With a reranker configured (AER_RAG_RERANKER__MODEL_DIR), its best score is
    calibrated the same way, as a comparison: the dense score separates off-topic questions better.
 3. Answerability thresholds (needs the reranker): its best score over the prompt's passages for questions
    on papers the reranker never trained on, with the paper among the passages and with its chunks
    removed. Below the balanced-accuracy cut the service declines; from the 95th percentile of the
-   answer-removed scores up, the generator may not decline (app/answering/coverage.py).
+   answer-removed scores up, the generator may not decline (answering/coverage.py).
 
     .venv/bin/python -m benchmarks.calibrate_thresholds [--docs 1500] [--claims 400]
 
@@ -27,15 +27,15 @@ import random
 
 import numpy as np
 
-from app.answering.citations import SupportChecker
-from app.answering.prompt import Passage
+from answering.citations import SupportChecker
+from answering.prompt import Passage
 from app.config import REPO_ROOT, Settings
-from app.services import SearchPipeline, build_search, load_reranker
 from indexing.index import PublishedIndex
 from indexing.loader import fallback_doc_id
 from indexing.pipeline import IngestionPipeline, IngestionSettings
-from indexing.reranker_training.data import VALIDATION_FRACTION as RERANKER_VALIDATION_FRACTION
-from indexing.reranker_training.data import in_validation_split
+from retrieval.search import SearchPipeline, build_search, load_reranker
+from training.reranker.data import VALIDATION_FRACTION as RERANKER_VALIDATION_FRACTION
+from training.reranker.data import in_validation_split
 
 ECON = REPO_ROOT.parent / "shared" / "data" / "econ_other_abstracts.csv"
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "calibration.json"
@@ -247,11 +247,11 @@ def main() -> None:
     else:
         support = calibrate_support(index, rows, args.claims, args.seed)
     settings = Settings()
-    rerank = load_reranker(settings, "cpu")
-    search = build_search(settings, index, rerank)
+    rerank = load_reranker(settings.reranker, "cpu")
+    search = build_search(index, settings.retrieval, rerank, settings.reranker.top_m)
     coverage = calibrate_coverage(search, indexed, args.queries, args.seed)
     answerability = (
-        calibrate_answerability(search, indexed, args.answerability_queries, settings.answer_top_k, args.seed)
+        calibrate_answerability(search, indexed, args.answerability_queries, settings.answering.top_k, args.seed)
         if rerank.available
         else None
     )
@@ -270,7 +270,7 @@ def main() -> None:
             print(f"| {signal} | {row['threshold']} | {row['covered_answered']} | {row['off_topic_refused']} | "
                   f"{row['covered_median']} | {row['off_topic_median']} |")
     if answerability:
-        print(f"\nAnswerability thresholds (reranker's best score over the top {settings.answer_top_k} passages; "
+        print(f"\nAnswerability thresholds (reranker's best score over the top {settings.answering.top_k} passages; "
               "answerable = the question's paper among them, removed = its chunks taken out)")
         print("| questions | decline below | balanced acc. | answerable declined | removed declined | "
               "must answer from | answerable must answer |")

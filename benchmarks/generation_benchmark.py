@@ -4,9 +4,9 @@ Measures batch-1 decode tokens/s, time to first token (TTFT) for a ~1,500-token 
 with the system-message prefix already cached), and batch-16 throughput. Prints a table and writes
 benchmarks/results/generation_<device>.json.
 
-    .venv/bin/python benchmarks/generation_benchmark.py --device cpu          # float32, ~8 minutes
-    .venv/bin/python benchmarks/generation_benchmark.py --device cuda         # bfloat16
-    .venv/bin/python benchmarks/generation_benchmark.py --device cuda --random-weights  # no GGUF needed
+    .venv/bin/python -m benchmarks.generation_benchmark --device cpu          # float32, ~8 minutes
+    .venv/bin/python -m benchmarks.generation_benchmark --device cuda         # bfloat16
+    .venv/bin/python -m benchmarks.generation_benchmark --device cuda --random-weights  # no GGUF needed
 
 Decode speed depends on shapes and dtype, not weight values, so --random-weights (SmolLM2 shapes) gives
 the same speeds; the transformers baseline may decode fewer tokens (it is slow on CPU): rates are per
@@ -26,11 +26,12 @@ from pathlib import Path
 
 import torch
 
-from models.generate import Generator, SamplingParams, resolve_device, resolve_dtype
+from models import Generator, SamplingParams
 from models.loading import build_model, default_gguf_path, load_gguf
 from models.model import ModelConfig
 from models.quantize import quantize_int8
 from models.tokenizer import Tokenizer
+from runtime.device import resolve_device, resolve_dtype
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -224,7 +225,7 @@ def run(settings: BenchmarkSettings) -> dict:
     if settings.threads:
         torch.set_num_threads(settings.threads)
     device = resolve_device(settings.device)
-    dtype = resolve_dtype(None, device)
+    dtype = resolve_dtype(None, device, auto="exact")
     config, tensors, reader = load_gguf(default_gguf_path())
     tokenizer = Tokenizer.from_gguf(reader)
     if settings.random_weights:

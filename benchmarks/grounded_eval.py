@@ -11,7 +11,7 @@ Decoding: a few candidates are tried on the validation set; the one the fine-tun
 is then used for the AER set (for both models). Generations are cached under var/grounded_eval/.
 
 Columns: the base model, the fine-tuned model, and "finetuned+gate", the service's whole answering path:
-the coverage gate (app/answering/coverage.py, thresholds from app/config.py) declines or obliges the
+the coverage gate (answering/coverage.py, thresholds from app/config.py) declines or obliges the
 fine-tuned model to answer from the reranker's best score over the prompt's passages.
 
     python -m benchmarks.grounded_eval --adapter models/weights/smollm2-grounded-lora
@@ -28,16 +28,16 @@ from pathlib import Path
 
 import torch
 
-from app.answering.citations import SupportChecker
-from app.answering.coverage import CoverageGate, CoverageVerdict
-from app.answering.prompt import NOT_COVERED_ANSWER, Passage, PromptBuilder
+from answering.citations import SupportChecker
+from answering.coverage import CoverageGate, CoverageVerdict
+from answering.prompt import NOT_COVERED_ANSWER, Passage, PromptBuilder
 from app.config import Settings
-from app.retrieval.rerank import CrossEncoderReranker, passage_text
 from indexing.documents import indexed_text
 from indexing.embedding import Embedder
 from models import Generator, SamplingParams
-from models.grounded_data import read_examples
-from models.grounded_metrics import AnswerScorer, summarize
+from retrieval.reranker import CrossEncoderReranker, passage_text
+from training.generator.data import read_examples
+from training.generator.metrics import AnswerScorer, summarize
 
 RESULTS = Path("benchmarks/results/grounded_eval.json")
 QUESTIONS = Path("benchmarks/aer_questions.jsonl")
@@ -70,13 +70,13 @@ def validation_cases(data_dir: Path, limit: int | None) -> list[EvalCase]:
 
 def aer_cases(index_dir: Path, passages: int, limit: int | None, settings: Settings) -> list[EvalCase]:
     """Each question with the top retrieved passages, and again with its source abstract removed."""
-    from app.answering.answerer import to_passages
-    from app.services import build_search, load_reranker
+    from answering.answerer import to_passages
     from indexing.index import PublishedIndex
+    from retrieval.search import build_search, load_reranker
 
     index = PublishedIndex.load(index_dir)
-    rerank = load_reranker(settings, "cpu")
-    search = build_search(settings, index, rerank)
+    rerank = load_reranker(settings.reranker, "cpu")
+    search = build_search(index, settings.retrieval, rerank, settings.reranker.top_m)
     doc_of_doi = {d.doi: d.doc_id for d in index.documents.values() if d.doi}
     cases = []
     for i, line in enumerate(QUESTIONS.read_text().splitlines()[:limit]):
@@ -138,11 +138,11 @@ class ServiceGate:
     of each passage, computed by the same models the service uses."""
 
     def __init__(self, settings: Settings, embedder: Embedder) -> None:
-        if settings.reranker_dir is None:
-            raise SystemExit("finetuned+gate needs the reranker (AER_RAG_RERANKER_DIR).")
-        self.reranker = CrossEncoderReranker(settings.reranker_dir)
+        if settings.reranker.model_dir is None:
+            raise SystemExit("finetuned+gate needs the reranker (AER_RAG_RERANKER__MODEL_DIR).")
+        self.reranker = CrossEncoderReranker.from_settings(settings.reranker, "cpu")
         self.embedder = embedder
-        self.gate = CoverageGate.from_settings(settings)
+        self.gate = CoverageGate.from_settings(settings.coverage)
 
     def assess(self, case: EvalCase) -> CoverageVerdict:
         vectors = self.embedder.encode([case.question] + [indexed_text(p.title, p.text) for p in case.passages])
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = Settings()
     embedder = Embedder(device="cpu")
-    scorer = AnswerScorer(SupportChecker(embedder.encode, settings.support_threshold))
+    scorer = AnswerScorer(SupportChecker(embedder.encode, settings.answering.support_threshold))
     sets = {"validation": validation_cases(args.data, args.validation_limit)}
     if not args.validation_only:
         sets["aer"] = aer_cases(args.index, args.passages, args.aer_limit, settings)
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     results = {
         "chosen_decoding": {"name": chosen, **asdict(DECODING[chosen])},
-        "support_threshold": settings.support_threshold,
+        "support_threshold": settings.answering.support_threshold,
         "aer_passages_per_prompt": args.passages,
         "adapter": str(args.adapter),
         "validation_by_decoding": validation_grid,

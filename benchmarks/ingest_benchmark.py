@@ -4,7 +4,7 @@ Each run is `python -m indexing` in a fresh process (so start-up and model loadi
 temporary directory with a fresh embedding cache. The incremental run appends 50 rows: copies of
 AER rows with new DOIs and a sentence added, as a journal issue's worth of new abstracts would be.
 
-    .venv/bin/python benchmarks/ingest_benchmark.py [--device cpu|cuda] [--precision auto|fp32|bf16]
+    .venv/bin/python -m benchmarks.ingest_benchmark [--device cpu|cuda] [--precision auto|float32|bfloat16]
 
 Targets on the 2-core development machine: full ingest < 90 s, unchanged re-run < 3 s.
 Prints a table and writes benchmarks/results/ingest.json.
@@ -95,7 +95,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
-    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()

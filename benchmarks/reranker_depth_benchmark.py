@@ -1,6 +1,6 @@
 """How deep a cross-encoder can the 300 ms rerank budget afford? Rerank-30 latency by encoder depth.
 
-    .venv/bin/python benchmarks/reranker_depth_benchmark.py [--queries 60] [--depths 3 4 6]
+    .venv/bin/python -m benchmarks.reranker_depth_benchmark [--queries 60] [--depths 3 4 6]
 
 Each depth is the shipped reranker's architecture cut or grown from all-MiniLM-L6-v2 (untrained heads:
 latency does not depend on the weights). Every depth scores the same candidates: the hybrid top 30 of
@@ -15,23 +15,19 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from app.config import DEFAULT_RERANKER_DIR  # noqa: E402
-from app.retrieval.hybrid import HybridRetriever  # noqa: E402
-from app.retrieval.rerank import CrossEncoderReranker, passage_text  # noqa: E402
-from indexing.embedding import default_model_dir  # noqa: E402
-from indexing.eval.beir import BeirDataset  # noqa: E402
-from indexing.eval.harness import ingest_beir, latency_summary  # noqa: E402
-from indexing.reranker_training.trainer import RerankerTrainer, TrainingSettings  # noqa: E402
+from benchmarks.common import REPO_ROOT
+from indexing.embedding import default_model_dir
+from retrieval.hybrid import HybridRetriever
+from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker, passage_text
+from training.evaluation.beir import BeirDataset
+from training.evaluation.harness import ingest_beir, latency_summary
+from training.reranker.trainer import RerankerTrainer, TrainingSettings
 
 BUDGET_MS = 300.0
 

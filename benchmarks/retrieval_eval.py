@@ -1,6 +1,6 @@
 """Retrieval quality on a BEIR dataset (default SciFact test): bm25, dense, hybrid, hybrid + rerank.
 
-    .venv/bin/python benchmarks/retrieval_eval.py [--update-model-card]
+    .venv/bin/python -m benchmarks.retrieval_eval [--update-model-card]
 
 The corpus goes through the real ingestion pipeline (cached under var/eval/<dataset>/, so reruns
 skip the embedding) and queries through the service's HybridRetriever and CrossEncoderReranker.
@@ -14,20 +14,17 @@ import json
 import logging
 import os
 import platform
-import sys
 from pathlib import Path
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from app.config import DEFAULT_RERANKER_DIR  # noqa: E402
-from app.retrieval.rerank import read_reranker_info  # noqa: E402
-from indexing.embedding import file_sha256  # noqa: E402
-from indexing.eval.beir import BeirDataset  # noqa: E402
-from indexing.eval.harness import EvalConfig, EvalResult, RetrievalEvaluator, ingest_beir  # noqa: E402
-from indexing.reranker_training.card import CARD_FILE, replace_evaluation  # noqa: E402
+from benchmarks.common import REPO_ROOT
+from indexing.embedding import file_sha256
+from retrieval.hybrid import HybridSettings
+from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, read_reranker_info
+from training.evaluation.beir import BeirDataset
+from training.evaluation.harness import EvalConfig, EvalResult, RetrievalEvaluator, ingest_beir
+from training.reranker.card import CARD_FILE, replace_evaluation
 
 DEFAULT_RERANKERS = (
     f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v4'}",
@@ -67,20 +64,20 @@ def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
             continue
         seen.add(weights)
         first_stage_weight = read_reranker_info(path).get("first_stage_weight", 0.0)
+        reranker = RerankerSettings(model_dir=path, top_m=top_m)
         if first_stage_weight:
-            rows.append(EvalConfig(f"hybrid+rerank ({label}), model order only", reranker_dir=path,
-                                   rerank_top_m=top_m, first_stage_weight=0.0))  # fmt: skip
+            order_only = reranker.model_copy(update={"first_stage_weight": 0.0})
+            rows.append(EvalConfig(f"hybrid+rerank ({label}), model order only", reranker=order_only))
         fusion = f", first-stage weight {first_stage_weight:g}" if first_stage_weight else ""
-        name = f"hybrid+rerank ({label}){fusion}"
-        rows.append(EvalConfig(name, reranker_dir=path, rerank_top_m=top_m))
+        rows.append(EvalConfig(f"hybrid+rerank ({label}){fusion}", reranker=reranker))
     return rows
 
 
 def shipped_label(result: EvalResult) -> str:
-    reranker_dir = result.config.reranker_dir
-    if reranker_dir is None or result.config.first_stage_weight is not None:  # not as the service runs it
-        return ""
-    weights, shipped = reranker_dir / "model.safetensors", DEFAULT_RERANKER_DIR / "model.safetensors"
+    reranker = result.config.reranker
+    if reranker is None or reranker.model_dir is None or reranker.first_stage_weight is not None:
+        return ""  # not as the service runs it
+    weights, shipped = reranker.model_dir / "model.safetensors", DEFAULT_RERANKER_DIR / "model.safetensors"
     same = shipped.is_file() and weights.is_file() and file_sha256(weights) == file_sha256(shipped)
     return " *shipped*" if same else ""
 
@@ -110,7 +107,7 @@ def main() -> None:
     dataset = BeirDataset.load(args.dataset, split="test")
     index = ingest_beir(dataset, args.work_dir / dataset.name, args.device)
     evaluator = RetrievalEvaluator(dataset, index, args.device)
-    configs = [EvalConfig("bm25", mode="bm25"), EvalConfig("dense", mode="dense"), EvalConfig("hybrid")]
+    configs = [EvalConfig(mode, HybridSettings(mode=mode)) for mode in ("bm25", "dense", "hybrid")]
     configs += reranker_rows(args.reranker or list(DEFAULT_RERANKERS), args.rerank_top_m)
     results = []
     for config in configs:
@@ -140,7 +137,7 @@ def main() -> None:
     out_path.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {out_path}")
     if args.update_model_card:
-        reproduce = "Reproduce: `.venv/bin/python benchmarks/retrieval_eval.py --update-model-card`"
+        reproduce = "Reproduce: `.venv/bin/python -m benchmarks.retrieval_eval --update-model-card`"
         replace_evaluation(DEFAULT_RERANKER_DIR / CARD_FILE, f"{table}\n\n{reproduce}")
         print(f"updated {DEFAULT_RERANKER_DIR / CARD_FILE}")
 

@@ -104,9 +104,9 @@ async def ask_timing(base: str, question: str, max_new_tokens: int) -> dict:
 
 
 def start_server(index: Path, device: str, port: int, reranker: Path | None) -> subprocess.Popen:
-    env = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", "AER_RAG_GENERATION_QUEUE_SIZE": "64"}
+    env = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", "AER_RAG_GENERATION__QUEUE_SIZE": "64"}
     if reranker is not None:
-        env["AER_RAG_RERANKER_DIR"] = str(reranker)
+        env["AER_RAG_RERANKER__MODEL_DIR"] = str(reranker)
     command = [sys.executable, "-m", "app", "--index", str(index), "--device", device, "--port", str(port)]
     server = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
     deadline = time.monotonic() + 300

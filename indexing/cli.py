@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="index path, a symlink (default: %(default)s)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="embedding device")
     parser.add_argument("--batch-size", type=int, default=64, help="embedding batch size (default: %(default)s)")
-    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto", help="auto: bf16 where native")
+    parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto",
+                        help="auto: bfloat16 where the hardware runs it natively")
     parser.add_argument(
         "--check",
         action="store_true",

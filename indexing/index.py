@@ -33,6 +33,7 @@ class PublishedIndex:
         bm25: Bm25Index,
         dense: DenseIndex,
         embedder: Embedder | None = None,
+        device: str = "auto",
     ) -> None:
         self.directory = directory
         self.manifest = manifest
@@ -42,6 +43,7 @@ class PublishedIndex:
         self.dense = dense
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
+        self.device = device  # where the query encoder runs
 
     @classmethod
     def load(
@@ -49,9 +51,11 @@ class PublishedIndex:
         index_dir: Path,
         embedder: Embedder | None = None,
         expected_embedding_model: str | None = None,
+        device: str = "auto",
     ) -> PublishedIndex:
         """Load and validate: manifest present and current, every file's sha256 as recorded, and the
-        embedding model (the one passed, or the installed one) the index was built with."""
+        embedding model (the one passed, or the installed one) the index was built with. `device`: where
+        the query encoder runs when none is passed."""
         index_dir = Path(index_dir)
         if not index_dir.exists():
             raise IndexLoadError(f"No index at {index_dir}. Build one with `python -m indexing --out {index_dir}`.")
@@ -80,14 +84,14 @@ class PublishedIndex:
                 f"{index_dir} is inconsistent: {len(chunks)} chunks, {len(bm25)} BM25 rows, "
                 f"{len(dense)} vectors (manifest: {manifest['counts']['chunks']})."
             )
-        return cls(directory, manifest, documents, chunks, bm25, dense, embedder)
+        return cls(directory, manifest, documents, chunks, bm25, dense, embedder, device)
 
     @property
     def embedder(self) -> Embedder:
         """The query encoder; loaded on first use so that BM25-only callers never pay for torch."""
         with self._embedder_lock:  # a service may ask from several threads at once
             if self._embedder is None:
-                self._embedder = Embedder(device="auto")
+                self._embedder = Embedder(device=self.device)
             return self._embedder
 
     def encode_query(self, query: str) -> np.ndarray:

@@ -38,7 +38,7 @@ class IngestionSettings:
     out_dir: Path
     device: str = "auto"  # "auto" | "cpu" | "cuda"
     batch_size: int = 64
-    precision: str = "auto"  # "auto" | "fp32" | "bf16" (see embedding.resolve_precision)
+    precision: str = "auto"  # "auto" | "float32" | "bfloat16" (runtime/device.py; auto: bfloat16 where native)
     chunk_overlap_sentences: int = 1
     max_chunk_tokens: int | None = None  # default: the embedding model's window (special tokens included)
     faiss_index: FaissIndexType = "flat"
@@ -51,8 +51,8 @@ class IngestionSettings:
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r}.")
-        if self.precision not in ("auto", "fp32", "bf16"):
-            raise ValueError(f"precision must be 'auto', 'fp32' or 'bf16', not {self.precision!r}.")
+        if self.precision not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', not {self.precision!r}.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}.")
         DenseSettings(faiss_index=self.faiss_index)  # validates the index type

@@ -1,14 +1,18 @@
-"""The generator: an in-house decoder-only transformer (SmolLM2 / Llama / Qwen2 family) and its engine."""
+"""The generator engine: an in-house decoder-only transformer (SmolLM2 / Llama / Qwen2 family) and what runs it.
 
-from models.generate import (
-    AsyncTextStream,
-    ContextLengthError,
-    GenerationResult,
-    Generator,
-    SamplingParams,
-    TextStream,
-)
+    model.py        the transformer in one file (config, RMSNorm, attention, MLP, block, KV cache)
+    loading.py      GGUF and Hugging Face safetensors weights      tokenizer.py  BPE + chat template
+    sampling.py     next-token choice                              detokenize.py incremental text, stop strings
+    engine.py       Generator: prefill, decode, prefix reuse       streams.py    sync and async text streams
+    beam_search.py  beam search                                    cuda_graphs.py  CUDA-graph decode steps
+    lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
+"""
+
+from models.detokenize import GenerationResult
+from models.engine import ContextLengthError, Generator
 from models.model import KVCache, ModelConfig, Transformer
+from models.sampling import SamplingParams
+from models.streams import AsyncTextStream, TextStream
 from models.tokenizer import Tokenizer
 
 __all__ = [

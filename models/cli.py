@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from models.generate import Generator, SamplingParams
+from models import Generator, SamplingParams
 
 
 def build_parser() -> argparse.ArgumentParser:

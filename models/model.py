@@ -223,16 +223,9 @@ class Transformer(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.rotary = RotaryEmbedding(config)
 
-    def forward(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
-                last_only: bool = True) -> Tensor:
-        """Run `tokens` (B, T) placed at cache slots start..start+T-1; return logits in float32.
-
-        The caller marks the new slots in `cache.key_valid` first (False for left padding).
-        `start` may be a 0-d tensor so that a compiled/graph-captured decode step has static shapes;
-        then pass attend_len = cache.max_len (attend over the whole buffer, masked).
-        last_only: logits for the last position only (B, V) — all generation needs, and it skips the
-        vocabulary projection for the prompt; otherwise (B, T, V).
-        """
+    def hidden_states(self, tokens: Tensor, cache: KVCache, start: int | Tensor,
+                      attend_len: int | None = None) -> Tensor:
+        """The blocks' output (B, T, C) before the final norm; forward() and loss() project it."""
         batch, new = tokens.shape
         slots = start + torch.arange(new, device=tokens.device)
         if attend_len is None:
@@ -252,6 +245,34 @@ class Transformer(nn.Module):
         x = self.embed_tokens(tokens)
         for layer, cache_k, cache_v in zip(self.layers, cache.k, cache.v, strict=True):
             x = layer(x, cos, sin, cache_k, cache_v, slots, attend_len, blocked)
+        return x
+
+    def forward(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
+                last_only: bool = True) -> Tensor:
+        """Run `tokens` (B, T) placed at cache slots start..start+T-1; return logits in float32.
+
+        The caller marks the new slots in `cache.key_valid` first (False for left padding).
+        `start` may be a 0-d tensor so that a compiled/graph-captured decode step has static shapes;
+        then pass attend_len = cache.max_len (attend over the whole buffer, masked).
+        last_only: logits for the last position only (B, V) — all generation needs, and it skips the
+        vocabulary projection for the prompt; otherwise (B, T, V).
+        """
+        x = self.hidden_states(tokens, cache, start, attend_len)
         if last_only:
             x = x[:, -1]
         return self.lm_head(self.norm(x)).float()
+
+    def loss(self, tokens: Tensor, loss_from: int) -> Tensor:
+        """The training path: mean cross-entropy of predicting tokens[:, loss_from:] from what precedes them.
+
+        Positions before loss_from are context only (a prompt), and the vocabulary projection (the widest
+        matmul) runs only on the positions that predict a target. Runs under the caller's autocast.
+        """
+        batch, length = tokens.shape
+        if not 0 < loss_from < length:
+            raise ValueError(f"loss_from must be in [1, {length - 1}] for {length} tokens, got {loss_from}.")
+        cache = KVCache.allocate(self.config, batch, length, tokens.device, self.embed_tokens.weight.dtype)
+        cache.key_valid[:] = True
+        hidden = self.hidden_states(tokens, cache, 0)[:, loss_from - 1 : -1]
+        logits = self.lm_head(self.norm(hidden)).float()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, loss_from:].reshape(-1))

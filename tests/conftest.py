@@ -1,13 +1,36 @@
-"""Fixtures shared across packages: the real AER corpus, ingested once per test session (slow tests only)."""
+"""Fixtures shared across packages.
+
+* The real AER corpus, ingested once per test session (slow tests only).
+* Service parts built here: a real index built by the ingestion job from a small CSV, a tiny random generator
+  (real SmolLM2 tokenizer, random 2-layer weights) and a tiny random cross-encoder.
+"""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import torch
+from fastapi.testclient import TestClient
+from transformers import AutoTokenizer, BertConfig
 
+from app.config import Settings
+from app.main import create_app
+from app.metrics import ServiceMetrics
+from app.services import Services, build_services
+from indexing.embedding import default_model_dir
+from indexing.index import PublishedIndex
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
+from models import Generator
+from models.loading import default_gguf_path
+from models.model import ModelConfig, Transformer
+from models.tokenizer import Tokenizer
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.search import RerankState, load_reranker
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model is local; never reach for a hub
 
@@ -32,3 +55,137 @@ def real_index_build(tmp_path_factory: pytest.TempPathFactory, real_corpus: Path
 @pytest.fixture(scope="session")
 def real_index_dir(real_index_build: IngestionSummary) -> Path:
     return real_index_build.index_dir.parent / "index"  # the published symlink, as a reader sees it
+
+
+COLUMNS = ["date", "title", "abstract", "authors", "journal", "doi", "url", "jel_codes", "date_original", "source"]
+# (doi, date, title, abstract, JEL codes): short, realistic abstracts on distinct topics.
+ROWS = [
+    ("10.1257/test.1", "1999-03", "Minimum Wages and Teen Employment",
+     "We study how increases in the state minimum wage affect teenage employment in fast food restaurants. "
+     "Employment did not fall after the increase. (JEL J23, J31)", "J23 J31"),
+    ("10.1257/test.2", "2004-06", "Monetary Policy and Bank Lending",
+     "We show that banks cut lending when the central bank raises interest rates. Small banks with weak "
+     "balance sheets respond most strongly to monetary tightening. (JEL E44, E52, G21)", "E44 E52 G21"),
+    ("10.1257/test.3", "2012-05", "Trade Shocks and Local Labor Markets",
+     "Import competition from China reduced manufacturing employment in exposed local labor markets. "
+     "Wages fell and disability claims rose in the most exposed regions. (JEL F14, J23, R23)", "F14 J23 R23"),
+    ("10.1257/test.4", "2013-09", "Information Frictions in Job Search",
+     "Job seekers search too narrowly because they misperceive their chances. Giving them information about "
+     "vacancies broadens their search and raises callbacks. (JEL D83, J64)", "D83 J64"),
+    ("10.1257/test.5", "2022-01", "Carbon Taxes and Emissions",
+     "A carbon tax in British Columbia reduced fuel use and emissions without harming aggregate employment. "
+     "Households adjusted mainly through vehicle choices. (JEL H23, Q54)", "H23 Q54"),
+    ("10.1257/test.6", "2023-04", "Microfinance and Household Investment",
+     "Access to microcredit raised business investment among existing entrepreneurs but did not raise "
+     "average household consumption in the long run. (JEL D14, G21, O16)", "D14 G21 O16"),
+    ("10.1257/test.7", "2024-02", "Inflation Expectations of Firms",
+     "Firms' inflation expectations are dispersed and respond little to central bank announcements. "
+     "Providing firms with inflation statistics changes their expectations and pricing. (JEL D84, E31)",
+     "D84 E31"),
+    ("10.1257/test.8", "2001-12", "School Vouchers and Student Achievement",
+     "Students who won a lottery for private school vouchers had higher test scores after three years. "
+     "The gains were concentrated among African American students. (JEL I21, I28)", "I21 I28"),
+]
+
+
+def write_corpus(path: Path, rows: list[tuple[str, str, str, str, str]] = ROWS) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        for doi, date, title, abstract, jel in rows:
+            writer.writerow([date, title, abstract, "Doe, Jane; Roe, Richard", "American Economic Review", doi,
+                             f"https://doi.org/{doi}", jel, date, "test"])  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="session")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("service-index")
+    corpus = write_corpus(root / "corpus.csv")
+    out = root / "index"
+    IngestionPipeline(IngestionSettings(corpus=corpus, out_dir=out, device="cpu")).run()
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_index(index_dir: Path) -> PublishedIndex:
+    return PublishedIndex.load(index_dir)
+
+
+@pytest.fixture(scope="session")
+def smollm_gguf() -> Path:
+    return default_gguf_path()
+
+
+@pytest.fixture(scope="session")
+def smollm_tokenizer(smollm_gguf: Path) -> Tokenizer:
+    """The real SmolLM2 tokenizer and chat template."""
+    return Tokenizer.from_gguf(smollm_gguf)
+
+
+@pytest.fixture(scope="session")
+def smollm_generator() -> Generator:
+    """The real default generator (slow tests)."""
+    return Generator.from_pretrained(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_generator(smollm_tokenizer: Tokenizer) -> Generator:
+    """The real SmolLM2 tokenizer and chat template with a random 2-layer model: fast, and it really decodes."""
+    tokenizer = smollm_tokenizer
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_layers=2,
+                         num_heads=4, num_kv_heads=2, max_seq_len=4096)  # fmt: skip
+    return Generator(Transformer(config).eval(), tokenizer, model_name="tiny-random")
+
+
+@pytest.fixture(scope="session")
+def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 2-layer, 32-wide reranker (with the real MiniLM tokenizer), saved like a trained one."""
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)  # fmt: skip
+    model = SegmentPoolingCrossEncoder(config)
+    with torch.no_grad():
+        model.joint_head.weight.normal_(std=5.0)  # a random head, so scores differ beyond float16 noise
+    out = tmp_path_factory.mktemp("reranker") / "tiny-cross-encoder"
+    model.save(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+ServiceFactory = Callable[..., Services]
+
+
+@pytest.fixture
+def make_services(tiny_index: PublishedIndex, tiny_generator: Generator, tiny_reranker_dir: Path) -> ServiceFactory:
+    def make(reranker: bool = False, **overrides: object) -> Services:
+        # The answerability thresholds are calibrated for the shipped reranker, not this random one: off unless set.
+        overrides = {"coverage": {"min_rerank": None, "answer_min_rerank": None}, **overrides}
+        settings = Settings(reranker={"model_dir": tiny_reranker_dir if reranker else None}, **overrides)  # type: ignore[arg-type]
+        rerank = load_reranker(settings.reranker, "cpu") if reranker else RerankState(None, "no reranker configured")
+        return build_services(settings, ServiceMetrics(), tiny_index, rerank, tiny_generator, "cpu")
+
+    return make
+
+
+@pytest.fixture
+def client(make_services: ServiceFactory) -> Iterator[TestClient]:
+    services = make_services(answering={"max_new_tokens": 16})
+    with TestClient(create_app(services.settings, services)) as test_client:
+        yield test_client
+
+
+def parse_sse(body: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in body.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+@pytest.fixture
+def sse() -> Callable[[str], list[tuple[str, dict]]]:
+    """Parse a Server-Sent Events body into (event, data) pairs."""
+    return parse_sse

@@ -9,9 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.answering.prompt import PromptTooLongError
-from app.answering.queue import GenerationTimeoutError, QueueFullError
-from app.services import RerankNotAvailableError
+from answering.prompt import PromptTooLongError
+from app.generation import GenerationTimeoutError, QueueFullError
+from retrieval.search import RerankNotAvailableError
 
 log = logging.getLogger(__name__)
 

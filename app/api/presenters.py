@@ -1,11 +1,41 @@
-"""Turn pipeline objects into API schemas."""
+"""Map between the API's schemas and the domain: requests to domain questions, domain results to responses."""
 
 from __future__ import annotations
 
-from app.retrieval.types import RetrievedChunk
-from app.schemas import DocumentOut, Passage, RerankStatus, SearchHit, StageScores
-from app.services import RerankState
+from answering.answerer import Answer, GenerationOptions, Question
+from app.schemas import (
+    AskRequest,
+    AskResult,
+    CitationOut,
+    DocumentOut,
+    Filters,
+    Passage,
+    RerankStatus,
+    SearchHit,
+    SentenceOut,
+    StageScores,
+    Usage,
+)
 from indexing.documents import Document
+from retrieval.search import RerankState
+from retrieval.types import RetrievedChunk, SearchFilters
+
+
+def search_filters(filters: Filters | None) -> SearchFilters | None:
+    return SearchFilters(**filters.model_dump()) if filters else None
+
+
+def question_of(request: AskRequest) -> Question:
+    options = request.generation
+    return Question(
+        query=request.query,
+        top_k=request.top_k,
+        mode=request.mode,
+        rerank=request.rerank,
+        filters=search_filters(request.filters),
+        coverage_check=request.coverage_check,
+        generation=GenerationOptions(**options.model_dump()),
+    )
 
 
 def document_out(document: Document) -> DocumentOut:
@@ -27,6 +57,37 @@ def search_hit(hit: RetrievedChunk, rank: int) -> SearchHit:
 
 def passages_out(hits: list[RetrievedChunk]) -> list[Passage]:
     return [Passage(number=i, **search_hit(hit, i).model_dump()) for i, hit in enumerate(hits, start=1)]
+
+
+def answer_result(answer: Answer) -> AskResult:
+    """The part of the response known only after generation (also the final SSE event)."""
+    report = answer.report
+    citations = []
+    for citation in report.citations:
+        document = answer.hit_for(citation.passage).document
+        citations.append(CitationOut(
+            passage=citation.passage, doc_id=document.doc_id, doi=document.doi, title=document.title,
+            answer_sentence=citation.answer_sentence, supporting_sentence=citation.supporting_sentence,
+            similarity=citation.similarity,
+        ))  # fmt: skip
+    return AskResult(
+        answer=answer.text,
+        covered=answer.covered,
+        finish_reason=answer.finish_reason,
+        citations=citations,
+        sentences=[
+            SentenceOut(
+                text=s.text, markers=s.markers, supported_by=s.supported_by, supported=s.supported,
+                similarity=None if s.similarity is None else round(s.similarity, 4),
+            )
+            for s in report.sentences
+        ],
+        unsupported_sentences=report.unsupported,
+        dropped_passages=answer.dropped_passages,
+        notes=answer.notes,
+        usage=Usage(**vars(answer.usage)),
+        timings_ms=answer.timings_ms,
+    )
 
 
 def rerank_status(state: RerankState, applied: bool) -> RerankStatus:

@@ -1,38 +1,59 @@
-"""Settings read from the environment: an empty value switches a component or check off."""
+"""Settings read from the environment: components nest (AER_RAG_<COMPONENT>__<NAME>), an empty value switches a
+component or check off, and names that mean nothing are reported."""
 
 import pytest
 
-from app.config import DEFAULT_ADAPTER_DIR, Settings
+from app.config import DEFAULT_ADAPTER_DIR, Settings, unknown_environment_variables
 
 
-@pytest.mark.parametrize("name", ["AER_RAG_RERANKER_DIR", "AER_RAG_GENERATOR_ADAPTER", "AER_RAG_GENERATOR_PATH",
-                                  "AER_RAG_COVERAGE_MIN_RERANK", "AER_RAG_ANSWER_MIN_RERANK"])
-def test_an_empty_value_means_none(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+@pytest.mark.parametrize(("name", "component", "field"), [
+    ("AER_RAG_RERANKER__MODEL_DIR", "reranker", "model_dir"),
+    ("AER_RAG_GENERATOR__ADAPTER", "generator", "adapter"),
+    ("AER_RAG_GENERATOR__PATH", "generator", "path"),
+    ("AER_RAG_COVERAGE__MIN_RERANK", "coverage", "min_rerank"),
+    ("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "coverage", "answer_min_rerank"),
+])  # fmt: skip
+def test_an_empty_value_means_none(monkeypatch: pytest.MonkeyPatch, name: str, component: str, field: str) -> None:
     monkeypatch.setenv(name, " ")
-    field = name.removeprefix("AER_RAG_").lower()
-    assert getattr(Settings(), field) is None
+    assert getattr(getattr(Settings(), component), field) is None
 
 
-def test_rerank_first_stage_weight_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AER_RAG_RERANK_FIRST_STAGE_WEIGHT", "-1")
-    with pytest.raises(ValueError, match="rerank_first_stage_weight"):
+def test_component_settings_are_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AER_RAG_RERANKER__FIRST_STAGE_WEIGHT", "-1")
+    with pytest.raises(ValueError, match="first_stage_weight"):
         Settings()
-    monkeypatch.setenv("AER_RAG_RERANK_FIRST_STAGE_WEIGHT", "0.5")
-    assert Settings().rerank_first_stage_weight == 0.5
+    monkeypatch.setenv("AER_RAG_RERANKER__FIRST_STAGE_WEIGHT", "0.5")
+    monkeypatch.setenv("AER_RAG_RETRIEVAL__CANDIDATES", "40")
+    settings = Settings()
+    assert (settings.reranker.first_stage_weight, settings.retrieval.candidates) == (0.5, 40)
 
 
 def test_reranker_answerability_thresholds_must_be_ordered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AER_RAG_COVERAGE_MIN_RERANK", "6")
-    monkeypatch.setenv("AER_RAG_ANSWER_MIN_RERANK", "5")
+    monkeypatch.setenv("AER_RAG_COVERAGE__MIN_RERANK", "6")
+    monkeypatch.setenv("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "5")
     with pytest.raises(ValueError, match="must not be below"):
         Settings()
-    monkeypatch.setenv("AER_RAG_ANSWER_MIN_RERANK", "8.5")
-    assert (Settings().coverage_min_rerank, Settings().answer_min_rerank) == (6.0, 8.5)
+    monkeypatch.setenv("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "8.5")
+    coverage = Settings().coverage
+    assert (coverage.min_rerank, coverage.answer_min_rerank) == (6.0, 8.5)
 
 
 def test_the_shipped_adapter_is_the_default_only_for_the_default_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Settings().generator_adapter == DEFAULT_ADAPTER_DIR
-    monkeypatch.setenv("AER_RAG_GENERATOR_PATH", "/models/other.gguf")
-    assert Settings().generator_adapter is None  # the shipped adapter fits SmolLM2 only
-    monkeypatch.setenv("AER_RAG_GENERATOR_ADAPTER", "/adapters/other")
-    assert str(Settings().generator_adapter) == "/adapters/other"
+    assert Settings().generator.adapter == DEFAULT_ADAPTER_DIR
+    monkeypatch.setenv("AER_RAG_GENERATOR__PATH", "/models/other.gguf")
+    assert Settings().generator.adapter is None  # the shipped adapter fits SmolLM2 only
+    monkeypatch.setenv("AER_RAG_GENERATOR__ADAPTER", "/adapters/other")
+    assert str(Settings().generator.adapter) == "/adapters/other"
+
+
+def test_unknown_variables_are_reported() -> None:
+    environ = {"AER_RAG_API_KEY": "k", "AER_RAG_RERANKER__TOP_M": "20", "AER_RAG_RERANKER_DIR": "/old/name",
+               "AER_RAG_RERANKER__TOPM": "1", "HOME": "/root"}  # fmt: skip
+    assert unknown_environment_variables(environ) == ["AER_RAG_RERANKER_DIR", "AER_RAG_RERANKER__TOPM"]
+
+
+def test_public_settings_carry_no_secret_and_no_path() -> None:
+    public = Settings(api_key="secret-key").public()
+    assert public["api_key_required"] is True
+    assert "secret-key" not in str(public) and "model_dir" not in public["reranker"]
+    assert public["retrieval"]["rrf_k"] == 60

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.answering.citations import is_refusal
+from answering.citations import is_refusal
 from app.config import Settings
 from app.main import create_app
 
@@ -58,5 +58,5 @@ def test_info_describes_the_real_setup(real_client: TestClient) -> None:
     info = real_client.get("/v1/info").json()
     assert info["generator"]["model"].startswith("SmolLM2-135M-Instruct")
     assert info["generator"]["model"].endswith("+smollm2-grounded-lora")  # the shipped adapter, by default
-    assert info["settings"]["answer_min_rerank"] >= info["settings"]["coverage_min_rerank"]
+    assert info["settings"]["coverage"]["answer_min_rerank"] >= info["settings"]["coverage"]["min_rerank"]
     assert info["generator"]["max_context"] >= 2048

@@ -75,7 +75,7 @@ def test_client_disconnect_cancels_generation(server) -> None:
     while metric(base, "aer_rag_generation_cancelled_total") < 1:
         assert time.monotonic() < deadline, "generation was not cancelled after the client left"
         time.sleep(0.05)
-    while services.answerer.queue.depth:
+    while services.queue.depth:
         assert time.monotonic() < deadline, "the generation slot was not freed"
         time.sleep(0.05)
     assert metric(base, "aer_rag_generated_tokens_total") < 1024

@@ -13,7 +13,7 @@ import pytest
 import torch
 from tokenizers import pre_tokenizers
 
-from models.generate import Generator
+from models import Generator
 from models.loading import permute_rotary_rows
 from models.model import ModelConfig, Transformer
 from models.tokenizer import Tokenizer
@@ -160,18 +160,6 @@ def bigram_generator(tokenizer: Tokenizer, transitions: dict[int, dict[int, floa
                 logits[nxt, last] = math.log(prob)
         model.lm_head.weight.copy_(logits / math.sqrt(vocab))  # rmsnorm(e_i) = sqrt(vocab) * e_i
     return Generator(model, tokenizer, model_name="bigram", reuse_prefix=False)
-
-
-@pytest.fixture(scope="session")
-def smollm_gguf() -> Path:
-    from models.loading import default_gguf_path
-
-    return default_gguf_path()
-
-
-@pytest.fixture(scope="session")
-def smollm_generator() -> Generator:
-    return Generator.from_pretrained(device="cpu")
 
 
 # Helpers handed to tests as fixtures (test modules do not import conftest).

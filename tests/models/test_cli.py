@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from models import Generator, SamplingParams
 from models.cli import main
-from models.generate import Generator, SamplingParams
 
 
 def test_generate_prints_the_answer_and_speed(tiny_gguf: Path, capsys: pytest.CaptureFixture[str]) -> None:

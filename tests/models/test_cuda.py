@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.generate import Generator, SamplingParams
+from models import Generator, SamplingParams
 from models.loading import build_model, load_gguf
 from models.model import KVCache
 

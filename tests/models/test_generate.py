@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from models.generate import ContextLengthError, Generator, SamplingParams
+from models import ContextLengthError, Generator, SamplingParams
 
 
 def test_batched_generation_equals_one_by_one(tiny_generator: Generator) -> None:

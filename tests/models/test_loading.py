@@ -79,7 +79,7 @@ def test_unsupported_architecture_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_generator_from_hf_directory_equals_gguf(tmp_path: Path, hf_llama, tiny_gguf: Path,
                                                   tiny_tokenizer) -> None:
-    from models.generate import Generator, SamplingParams
+    from models import Generator, SamplingParams
 
     hf_llama.save_pretrained(tmp_path)
     tiny_tokenizer.backend.save(str(tmp_path / "tokenizer.json"))

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from models.generate import Generator
+from models import Generator
 from models.lora import (
     ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,

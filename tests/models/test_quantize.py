@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.generate import Generator, SamplingParams
+from models import Generator, SamplingParams
 from models.loading import build_model, load_gguf
 from models.model import KVCache
 from models.quantize import Int8Linear, quantize_int8

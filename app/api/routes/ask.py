@@ -8,11 +8,10 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.answering.answerer import PreparedAnswer
-from app.answering.queue import GenerationOutcome
+from answering.answerer import GenerationOutcome, PreparedAnswer
 from app.api.deps import ServicesDep
-from app.api.presenters import passages_out, rerank_status
-from app.schemas import AskRequest, AskResponse, ErrorResponse
+from app.api.presenters import answer_result, passages_out, question_of, rerank_status
+from app.schemas import AskRequest, AskResponse, AskResult, ErrorResponse
 from app.services import Services
 
 log = logging.getLogger(__name__)
@@ -43,9 +42,9 @@ def sse_event(event: str, data: object) -> bytes:
 )
 async def ask(body: AskRequest, services: ServicesDep):
     answerer = services.answerer
-    prepared = await run_in_threadpool(answerer.prepare, body)
+    prepared = await run_in_threadpool(answerer.prepare, question_of(body))
     if prepared.prompt is not None:
-        answerer.queue.reserve()  # 429 now, before any byte of a stream is sent
+        services.queue.reserve()  # 429 now, before any byte of a stream is sent
     if body.stream:
         return StreamingResponse(
             stream_answer(services, prepared),
@@ -54,8 +53,8 @@ async def ask(body: AskRequest, services: ServicesDep):
         )
     outcome = None
     if prepared.prompt is not None:
-        outcome = await answerer.queue.generate(prepared.prompt.text, prepared.params)
-    result = await run_in_threadpool(answerer.finish, prepared, outcome)
+        outcome = await services.queue.generate(prepared.prompt.text, prepared.params)
+    result = await run_in_threadpool(finish, services, prepared, outcome)
     return AskResponse(
         query=body.query,
         model=answerer.model_name,
@@ -63,6 +62,13 @@ async def ask(body: AskRequest, services: ServicesDep):
         passages=passages_out(prepared.hits),
         **result.model_dump(),
     )
+
+
+def finish(services: Services, prepared: PreparedAnswer, outcome: GenerationOutcome | None) -> AskResult:
+    """Check the answer's support (blocking: embedding) and present it; the stage timings go to /metrics."""
+    answer = services.answerer.finish(prepared, outcome)
+    services.metrics.observe_stages(answer.timings_ms)
+    return answer_result(answer)
 
 
 async def stream_answer(services: Services, prepared: PreparedAnswer) -> AsyncIterator[bytes]:
@@ -79,11 +85,11 @@ async def stream_answer(services: Services, prepared: PreparedAnswer) -> AsyncIt
     outcome: GenerationOutcome | None = None
     try:
         if prepared.prompt is not None:
-            outcome = GenerationOutcome("", 0, 0, "stop", 0.0)
+            outcome = GenerationOutcome()
             # Closing this response (client gone) closes the queue's stream, which cancels decoding.
-            async for delta in answerer.queue.stream(prepared.prompt.text, prepared.params, outcome):
+            async for delta in services.queue.stream(prepared.prompt.text, prepared.params, outcome):
                 yield sse_event("delta", {"text": delta})
-        result = await run_in_threadpool(answerer.finish, prepared, outcome)
+        result = await run_in_threadpool(finish, services, prepared, outcome)
         yield sse_event("done", result.model_dump())
     except Exception as error:  # the status line is sent already: report the failure in-band
         log.exception("streamed answer failed")

@@ -3,8 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
-from app.api.presenters import rerank_status, search_hit
-from app.retrieval.types import SearchFilters
+from app.api.presenters import rerank_status, search_filters, search_hit
 from app.schemas import ErrorResponse, SearchRequest, SearchResponse
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -18,8 +17,7 @@ router = APIRouter(prefix="/v1", tags=["search"])
 )
 def search(body: SearchRequest, services: ServicesDep) -> SearchResponse:
     # A plain `def`: FastAPI runs it in a worker thread, so searches never wait behind generation.
-    filters = SearchFilters(**body.filters.model_dump()) if body.filters else None
-    outcome = services.search.run(body.query, body.top_k, body.mode, filters, body.rerank)
+    outcome = services.search.run(body.query, body.top_k, body.mode, search_filters(body.filters), body.rerank)
     services.metrics.observe_stages(outcome.timings_ms)
     return SearchResponse(
         query=body.query,

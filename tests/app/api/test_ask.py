@@ -1,7 +1,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from app.answering.prompt import NOT_COVERED_ANSWER
+from answering.prompt import NOT_COVERED_ANSWER
 from app.main import create_app
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
@@ -71,9 +71,9 @@ def test_streamed_uncovered_question_has_no_deltas(client: TestClient, sse) -> N
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> None:
-    services = make_services(generation_workers=1, generation_queue_size=0, retry_after_s=7)
+    services = make_services(generation={"workers": 1, "queue_size": 0, "retry_after_s": 7})
     client = TestClient(create_app(services.settings, services))
-    services.answerer.queue.reserve()  # another answer holds the only slot
+    services.queue.reserve()  # another answer holds the only slot
     response = client.post("/v1/ask", json={"query": COVERED, "stream": stream})
     assert response.status_code == 429
     assert response.headers["retry-after"] == "7" and response.json()["error"]["code"] == "busy"
@@ -85,7 +85,7 @@ def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> No
 
 
 def test_rerank_on_and_off_in_answers(make_services) -> None:
-    services = make_services(reranker=True, default_max_new_tokens=4)
+    services = make_services(reranker=True, answering={"max_new_tokens": 4})
     client = TestClient(create_app(services.settings, services))
     on = client.post("/v1/ask", json={"query": COVERED}).json()
     assert on["rerank"]["applied"] and on["passages"][0]["scores"]["rerank_rank"] == 1
@@ -94,7 +94,7 @@ def test_rerank_on_and_off_in_answers(make_services) -> None:
 
 
 def test_passages_that_do_not_fit_the_context_are_dropped_whole(make_services) -> None:
-    services = make_services(default_max_new_tokens=8)
+    services = make_services(answering={"max_new_tokens": 8})
     client = TestClient(create_app(services.settings, services))
     request = {"query": COVERED, "top_k": 5}
     full = client.post("/v1/ask", json=request).json()

@@ -1,0 +1,212 @@
+"""Cross-encoder reranking: score (query, passage) pairs jointly and reorder the fused candidates."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from indexing.documents import indexed_text
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.fusion import DEFAULT_RRF_K, ranks_of, rrf_scores
+from retrieval.types import RetrievedChunk
+from runtime.device import Precision, resolve_device, resolve_dtype
+
+log = logging.getLogger(__name__)
+
+# Written beside the weights by the training script: the model's name, training settings and the
+# first-stage weight chosen on validation data.
+RERANKER_INFO_FILE = "reranker.json"
+# The project's own cross-encoder, trained by `python -m training.reranker` and shipped in the repository.
+DEFAULT_RERANKER_DIR = Path(__file__).resolve().parents[1] / "models" / "weights" / "reranker"
+# Tokens per (query, passage) pair at inference. Longer than the training length (160): on SciFact's long
+# abstracts the extra text helps (dev split), and 30 pairs still score within the latency budget.
+INFERENCE_MAX_LENGTH = 256
+
+
+def rerank_order(scores: np.ndarray, first_stage_weight: float = 0.0) -> np.ndarray:
+    """Candidate indices (candidates given in first-stage order) best first after the rerank stage.
+
+    With first_stage_weight 0 this is the cross-encoder's order. Otherwise the cross-encoder's ranks and the
+    first-stage ranks are fused by RRF (retrieval/fusion.py), the first stage with this weight: a small
+    reranker and the retrievers make different mistakes, so keeping a say for the first stage is more
+    accurate than either alone (the weight is chosen on validation data when the reranker is trained).
+    """
+    if first_stage_weight < 0:
+        raise ValueError(f"first_stage_weight must not be negative, not {first_stage_weight}.")
+    by_score = np.argsort(-scores, kind="stable")  # stable: equal scores keep the first-stage order
+    if first_stage_weight == 0:
+        return by_score
+    first_stage_ranks = np.arange(1, len(scores) + 1)
+    fused = rrf_scores([ranks_of(by_score), first_stage_ranks], [1.0, first_stage_weight], DEFAULT_RRF_K)
+    return np.argsort(-fused, kind="stable")
+
+
+def read_reranker_info(model_dir: Path) -> dict:
+    """The model directory's reranker.json ({} when there is none, e.g. a plain encoder)."""
+    info_path = Path(model_dir) / RERANKER_INFO_FILE
+    return json.loads(info_path.read_text()) if info_path.is_file() else {}
+
+
+class RerankerUnavailable(RuntimeError):
+    """The reranker model directory is missing or cannot be loaded."""
+
+
+def passage_text(title: str, text: str) -> str:
+    """What the cross-encoder reads for a passage: the same title-above-text form the index uses."""
+    return indexed_text(title, text)
+
+
+def autocast_for(device: str, dtype: torch.dtype) -> AbstractContextManager[object]:
+    """Mixed precision around the forward pass; weights stay float32 so small logits keep their accuracy."""
+    if dtype == torch.float32:
+        return nullcontext()
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=dtype)
+
+
+def score_pairs(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: Sequence[str],
+    passages: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    device: str,
+    dtype: torch.dtype = torch.float32,
+) -> np.ndarray:
+    """Relevance scores for aligned (query, passage) pairs; shared by the service and training validation."""
+    if len(queries) != len(passages):
+        raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
+    scores: list[np.ndarray] = []
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode(), autocast_for(device, dtype):
+        for start in range(0, len(queries), batch_size):
+            batch = tokenizer(
+                list(queries[start : start + batch_size]),
+                list(passages[start : start + batch_size]),
+                truncation="only_second",
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(device)
+            scores.append(model(**batch).float().cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+
+
+class RerankerSettings(BaseModel):
+    """The rerank stage: which cross-encoder, how many fused candidates it scores, and how it reads them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_dir: Path | None = Field(
+        DEFAULT_RERANKER_DIR, description="Cross-encoder model directory; reranking is off when empty or missing."
+    )
+    top_m: int = Field(30, ge=1, le=200, description="How many fused candidates the reranker scores.")
+    first_stage_weight: float | None = Field(
+        None, ge=0.0, le=100.0,
+        description="Say of the hybrid order in the reranked order (0: the cross-encoder's order alone); "
+        "default: the value chosen on validation data and stored with the model (reranker.json).",
+    )  # fmt: skip
+    max_length: int = Field(INFERENCE_MAX_LENGTH, ge=16, le=512, description="Tokens per (query, passage) pair.")
+    batch_size: int = Field(32, ge=1, le=1024)
+    precision: Precision = "auto"
+
+    @field_validator("model_dir", mode="before")
+    @classmethod
+    def _empty_means_off(cls, value: object) -> object:
+        # AER_RAG_RERANKER__MODEL_DIR= (empty) switches reranking off rather than meaning the current directory.
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class CrossEncoderReranker:
+    """Loads a SegmentPoolingCrossEncoder and its tokenizer from model_dir (see cross_encoder.py).
+
+    first_stage_weight: see rerank_order; None takes the value stored with the model (0 if none is).
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        device: str = "cpu",
+        max_length: int = INFERENCE_MAX_LENGTH,
+        batch_size: int = 32,
+        precision: str = "auto",
+        first_stage_weight: float | None = None,
+    ) -> None:
+        if max_length < 16:
+            raise ValueError(f"max_length must be at least 16 tokens, not {max_length}.")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}.")
+        model_dir = Path(model_dir)
+        if not (model_dir / "config.json").is_file():
+            raise RerankerUnavailable(f"No reranker model at {model_dir} (config.json is missing).")
+        self.model_dir = model_dir
+        self.device = device
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.dtype = resolve_dtype(precision, resolve_device(device), auto="fast")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+            # Shipped in float16 to halve the repo size; compute in float32 (plus autocast) for accuracy.
+            self.model = SegmentPoolingCrossEncoder.load(model_dir).to(device)
+        except (OSError, ValueError, KeyError, RuntimeError) as error:
+            raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
+        info = read_reranker_info(model_dir)
+        self.name: str = info.get("name", model_dir.name)
+        if first_stage_weight is None:
+            first_stage_weight = float(info.get("first_stage_weight", 0.0))
+        if first_stage_weight < 0:
+            raise ValueError(f"first_stage_weight must not be negative, not {first_stage_weight}.")
+        self.first_stage_weight = first_stage_weight
+
+    @classmethod
+    def from_settings(cls, settings: RerankerSettings, device: str) -> CrossEncoderReranker:
+        if settings.model_dir is None:
+            raise RerankerUnavailable("No reranker is configured.")
+        return cls(settings.model_dir, device, settings.max_length, settings.batch_size, settings.precision,
+                   settings.first_stage_weight)  # fmt: skip
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Relevance score of each passage for the query (higher is more relevant)."""
+        return score_pairs(
+            self.model,
+            self.tokenizer,
+            [query] * len(passages),
+            passages,
+            self.max_length,
+            self.batch_size,
+            self.device,
+            self.dtype,
+        )
+
+    def rerank(
+        self, query: str, candidates: list[RetrievedChunk], top_m: int = 30, first_stage_weight: float | None = None
+    ) -> list[RetrievedChunk]:
+        """Score the first top_m candidates, set rerank_score (the model's) and rerank_rank (the position
+        after this stage, see rerank_order), return them best first.
+
+        Candidates after top_m are dropped: the caller decides how deep the reranker looks.
+        first_stage_weight: this call's weight (default: the reranker's own).
+        """
+        if top_m < 1:
+            raise ValueError(f"top_m must be at least 1, not {top_m}.")
+        pool = candidates[:top_m]
+        if not pool:
+            return []
+        scores = self.score(query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool])
+        weight = self.first_stage_weight if first_stage_weight is None else first_stage_weight
+        order = rerank_order(scores, weight)
+        reranked = [pool[i] for i in order]
+        for rank, i in enumerate(order, start=1):
+            pool[i].rerank_score = float(scores[i])
+            pool[i].rerank_rank = rank
+        return reranked

@@ -1,0 +1,115 @@
+"""The search stage the service runs: hybrid candidates (filters applied before cutting), then an optional
+cross-encoder rerank. `build_search` makes it from settings, so benchmarks retrieve exactly as the service does."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from indexing.index import PublishedIndex
+from retrieval.hybrid import HybridRetriever, HybridSettings
+from retrieval.reranker import CrossEncoderReranker, RerankerSettings
+from retrieval.types import RetrievedChunk, SearchFilters
+
+log = logging.getLogger(__name__)
+
+
+class RerankNotAvailableError(RuntimeError):
+    """Reranking was asked for but no reranker model is loaded."""
+
+
+class StageTimer:
+    """Collects per-stage wall times in milliseconds, in the order the stages ran."""
+
+    def __init__(self) -> None:
+        self.timings_ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings_ms[name] = round(self.timings_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000, 3)
+
+
+@dataclass
+class RerankState:
+    reranker: CrossEncoderReranker | None
+    reason: str  # why it is off, or the model it uses
+
+    @property
+    def available(self) -> bool:
+        return self.reranker is not None
+
+
+@dataclass
+class SearchOutcome:
+    hits: list[RetrievedChunk]
+    reranked: bool
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class SearchPipeline:
+    """Entry point: `run(query, top_k, …)` -> SearchOutcome."""
+
+    def __init__(self, index: PublishedIndex, retriever: HybridRetriever, rerank: RerankState, rerank_top_m: int):
+        self.index = index
+        self.retriever = retriever
+        self.rerank = rerank
+        self.rerank_top_m = rerank_top_m
+        self._row_of = {chunk.chunk_id: row for row, chunk in enumerate(index.chunks)}
+
+    def run(
+        self,
+        query: str,
+        top_k: int,
+        mode: str = "hybrid",
+        filters: SearchFilters | None = None,
+        rerank: bool | None = None,
+        timer: StageTimer | None = None,
+    ) -> SearchOutcome:
+        timer = timer or StageTimer()
+        if rerank and not self.rerank.available:
+            raise RerankNotAvailableError(
+                f"Reranking was requested but is off on this server ({self.rerank.reason}). "
+                "Send rerank: false or omit it."
+            )
+        use_rerank = self.rerank.available if rerank is None else rerank
+        # The reranker sees more candidates than are returned, so it can promote lower-ranked ones.
+        depth = max(top_k, self.rerank_top_m) if use_rerank else top_k
+        with timer.stage("retrieve"):
+            hits = self.retriever.retrieve(query, depth, filters=filters, mode=mode)
+        if use_rerank and hits:
+            assert self.rerank.reranker is not None
+            with timer.stage("rerank"):
+                hits = self.rerank.reranker.rerank(query, hits, top_m=self.rerank_top_m)
+        return SearchOutcome(hits[:top_k], use_rerank, timer.timings_ms)
+
+    def dense_similarities(self, query: str, hits: list[RetrievedChunk]) -> list[float]:
+        """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored
+        chunk vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
+        if all(hit.dense_score is not None for hit in hits):
+            return [float(hit.dense_score) for hit in hits]  # type: ignore[arg-type]
+        rows = [self._row_of[hit.chunk.chunk_id] for hit in hits]
+        return (self.index.dense.vectors[rows] @ self.index.encode_query(query)).astype(np.float64).tolist()
+
+
+def load_reranker(settings: RerankerSettings, device: str) -> RerankState:
+    """The configured reranker, or the reason reranking is off (no model configured, or none at the path)."""
+    if settings.model_dir is None:
+        return RerankState(None, "no reranker configured (its model directory is empty)")
+    if not (settings.model_dir / "config.json").is_file():
+        return RerankState(None, f"no reranker model at {settings.model_dir}")
+    reranker = CrossEncoderReranker.from_settings(settings, device)
+    return RerankState(reranker, reranker.name)
+
+
+def build_search(index: PublishedIndex, retrieval: HybridSettings, rerank: RerankState, rerank_top_m: int
+                 ) -> SearchPipeline:  # fmt: skip
+    return SearchPipeline(index, HybridRetriever(index, retrieval), rerank, rerank_top_m)

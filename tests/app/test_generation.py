@@ -1,0 +1,69 @@
+import asyncio
+
+import pytest
+
+from answering.answerer import GenerationOutcome
+from app.config import GenerationQueueSettings
+from app.generation import GenerationQueue, GenerationTimeoutError, QueueFullError
+from app.metrics import ServiceMetrics
+from models import SamplingParams
+
+PROMPT = "<|im_start|>user\nSay something about wages.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def make_queue(generator, **overrides) -> GenerationQueue:
+    settings = GenerationQueueSettings(**({"workers": 1, "queue_size": 0, "timeout_s": 30.0} | overrides))
+    return GenerationQueue(generator, settings, ServiceMetrics())
+
+
+def test_generate_runs_to_the_end_and_counts_tokens(tiny_generator) -> None:
+    queue = make_queue(tiny_generator)
+
+    async def run() -> GenerationOutcome:
+        queue.reserve()
+        return await queue.generate(PROMPT, SamplingParams(max_new_tokens=5))
+
+    outcome = asyncio.run(run())
+    assert outcome.generated_tokens == 5 and outcome.finish_reason == "length" and outcome.text
+    assert outcome.prompt_tokens == len(tiny_generator.tokenizer.encode(PROMPT))
+    assert queue.depth == 0
+    assert "aer_rag_generated_tokens_total 5.0" in queue.metrics.render().decode()
+
+
+def test_closing_the_stream_cancels_decoding_and_frees_the_slot(tiny_generator) -> None:
+    queue = make_queue(tiny_generator)
+
+    async def run() -> GenerationOutcome:
+        queue.reserve()
+        with pytest.raises(QueueFullError):
+            queue.reserve()  # capacity is one
+        outcome = GenerationOutcome()
+        stream = queue.stream(PROMPT, SamplingParams(max_new_tokens=1000), outcome)
+        await stream.__anext__()
+        await stream.aclose()  # what the server does when the client goes away
+        for _ in range(200):  # the worker notices the cancel flag at its next token
+            if queue.depth == 0:
+                break
+            await asyncio.sleep(0.01)
+        return outcome
+
+    outcome = asyncio.run(run())
+    assert outcome.finish_reason == "cancelled"
+    assert queue.depth == 0
+    assert "aer_rag_generation_cancelled_total 1.0" in queue.metrics.render().decode()
+
+
+def test_a_request_past_its_timeout_is_stopped(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, timeout_s=0.05)
+
+    async def run() -> None:
+        queue.reserve()
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=4000))
+
+    with pytest.raises(GenerationTimeoutError, match=r"longer than 0\.05 s"):
+        asyncio.run(run())
+
+
+def test_settings_are_validated(tiny_generator) -> None:
+    with pytest.raises(ValueError):
+        make_queue(tiny_generator, workers=0)

@@ -1,0 +1,1 @@
+"""Offline jobs: the reranker's and the generator's training, their data, and the retrieval evaluation harness."""

@@ -1,0 +1,5 @@
+import sys
+
+from training.reranker.cli import main
+
+sys.exit(main())
