@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-from app.config import REPO_ROOT
+from benchmarks.common import REPO_ROOT, machine, relative, write_results
+from benchmarks.service import ask_streamed, percentile, running_service
 
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 SEARCH_QUERIES = [
     "minimum wage effects on employment", "monetary policy and bank lending", "trade shocks local labor markets",
     "inflation expectations of firms", "school vouchers student achievement", "carbon tax emissions",
@@ -38,17 +33,6 @@ ASK_QUESTIONS = [
     "How do firms form their inflation expectations?",
     "What happened to local labor markets exposed to Chinese import competition?",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def search_load(base: str, concurrency: int, requests: int, rerank: bool) -> dict:
@@ -76,51 +60,18 @@ async def search_load(base: str, concurrency: int, requests: int, rerank: bool) 
 
 
 async def ask_timing(base: str, question: str, max_new_tokens: int) -> dict:
-    # The default answering path, coverage gate included: these questions are covered, and the gate's
-    # verdict decides whether the fine-tuned model may decline (without the gate it declines most questions).
-    body = {"query": question, "top_k": 5, "stream": True, "generation": {"max_new_tokens": max_new_tokens}}
+    # The default answering path, coverage decision included: these questions are covered.
+    body = {"query": question, "top_k": 5, "generation": {"max_new_tokens": max_new_tokens}}
     async with httpx.AsyncClient(timeout=600) as client:
-        started = time.perf_counter()
-        first_token = None
-        done: dict = {}
-        async with client.stream("POST", f"{base}/v1/ask", json=body) as response:
-            response.raise_for_status()
-            event = None
-            async for line in response.aiter_lines():
-                if line.startswith("event: "):
-                    event = line.removeprefix("event: ")
-                    if event == "delta" and first_token is None:
-                        first_token = time.perf_counter() - started
-                elif line.startswith("data: ") and event == "done":
-                    done = json.loads(line.removeprefix("data: "))
-        total = time.perf_counter() - started
+        answer = await ask_streamed(client, base, body)
+    usage = answer.done.get("usage", {})
     return {
-        "ttft_s": round(first_token or total, 3),
-        "total_s": round(total, 3),
-        "generated_tokens": done.get("usage", {}).get("generated_tokens"),
-        "prompt_tokens": done.get("usage", {}).get("prompt_tokens"),
-        "covered": done.get("covered"),
+        "ttft_s": round(answer.first_token_s or answer.total_s, 3),
+        "total_s": round(answer.total_s, 3),
+        "generated_tokens": usage.get("generated_tokens"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "covered": answer.done.get("covered"),
     }
-
-
-def start_server(index: Path, device: str, port: int, reranker: Path | None) -> subprocess.Popen:
-    env = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", "AER_RAG_GENERATION__QUEUE_SIZE": "64"}
-    if reranker is not None:
-        env["AER_RAG_RERANKER__MODEL_DIR"] = str(reranker)
-    command = [sys.executable, "-m", "app", "--index", str(index), "--device", device, "--port", str(port)]
-    server = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the server exited with {server.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    server.terminate()
-    raise SystemExit("the server did not become ready in 300 s")
 
 
 async def run(base: str, args: argparse.Namespace) -> dict:
@@ -148,13 +99,11 @@ def main() -> None:
                         help="serve with this reranker instead of the default (models/weights/reranker)")
     args = parser.parse_args()
 
-    port = free_port()
-    server = start_server(args.index, args.device, port, args.reranker)
-    try:
-        result = asyncio.run(run(f"http://127.0.0.1:{port}", args))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    env = {"AER_RAG_GENERATION__QUEUE_SIZE": "64"}
+    if args.reranker is not None:
+        env["AER_RAG_RERANKER__MODEL_DIR"] = str(args.reranker)
+    with running_service(args.index, args.device, env) as base:
+        result = asyncio.run(run(base, args))
 
     print(f"\nService on {result['device']} (reranker: {result['reranker']})")
     print("| /v1/search | concurrency | p50 ms | p95 ms | requests/s |")
@@ -167,10 +116,9 @@ def main() -> None:
     for question, row in zip(ASK_QUESTIONS, result["ask"], strict=False):
         counts = f"{row['prompt_tokens']} | {row['generated_tokens']}"
         print(f"| {question} | {counts} | {row['ttft_s']} | {row['total_s']} |")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"service_{result['device']}.json"
-    out.write_text(json.dumps({**result, "args": {k: str(v) for k, v in vars(args).items()}}, indent=2) + "\n")
-    print(f"\nwrote {out.relative_to(REPO_ROOT)}")
+    arguments = {k: relative(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    out = write_results(f"service_{result['device']}", {**result, "machine": machine(), "args": arguments})
+    print(f"\nwrote {relative(out)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,229 @@
+"""The development questions through the real service path: does it answer, and cite the right paper?
+
+Each configuration is served by `python -m app` on loopback (its settings as AER_RAG_* variables); every
+development question goes through POST /v1/search (top 10) and a streamed POST /v1/ask, as a user's would.
+Printed per half (calibration, report) and overall, side by side for the configurations of one run:
+
+  citation hit            answerable questions whose answer carries a verified citation of a relevant abstract
+  wrongly declined        answerable questions declined (not covered, or a refusal)
+  unanswerable declined   unanswerable questions declined
+  on-target sentences     answer sentences close (cosine >= the support threshold) to a sentence of a relevant abstract
+  loops                   answers with a repeated word 4-gram (3 times or more)
+  recall@10, nDCG@10      /v1/search's top 10 chunks as a document ranking, answerable questions
+  reranker top-1          the answering abstract ranked first among it and the 9 abstracts BM25 ranks highest for
+                          the question, by the configuration's reranker; the bi-encoder (all-MiniLM-L6-v2) beside it
+  first token, total      p50 seconds of the streamed /v1/ask
+
+    python -m benchmarks.aer_dev                                   # the shipped default
+    python -m benchmarks.aer_dev --config before:AER_RAG_RERANKER__MODEL_DIR=var/old/reranker --config after
+
+JSON to benchmarks/results/aer_dev.json (figures only; the answers themselves go to var/aer_dev/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import torch
+
+from answering.answerer import AnsweringSettings
+from answering.citations import is_refusal, sentences_of, strip_markers
+from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
+from benchmarks.service import ask_streamed, median, running_service
+from indexing.index import PublishedIndex
+from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker, passage_text
+from training.evaluation.dev_questions import DEV_QUESTIONS, HALVES, DevQuestion, load_dev_questions
+from training.evaluation.hard_candidates import bi_encoder_scorer, candidate_set, ranks_first, rows_by_document
+from training.evaluation.metrics import ndcg_at_k, recall_at_k
+from training.generator.metrics import has_repetition_loop
+
+DETAILS = REPO_ROOT / "var" / "aer_dev"
+RESULTS = RESULTS_DIR / "aer_dev.json"
+MIN_CLAIM_WORDS = 3
+
+
+@dataclass
+class Config:
+    label: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str) -> Config:
+        """"label" or "label:AER_RAG_X=1,AER_RAG_Y=2"."""
+        label, _, settings = spec.partition(":")
+        env = dict(item.split("=", 1) for item in settings.split(",") if item)
+        if not label or any(not key.startswith("AER_RAG_") for key in env):
+            raise SystemExit(f"--config {spec!r}: use LABEL or LABEL:AER_RAG_NAME=VALUE,…")
+        return cls(label, env)
+
+    @property
+    def reranker_dir(self) -> Path | None:
+        value = self.env.get("AER_RAG_RERANKER__MODEL_DIR")
+        if value is None:
+            return DEFAULT_RERANKER_DIR
+        return (REPO_ROOT / value) if value.strip() else None
+
+
+class OnTarget:
+    """Answer sentences close to a sentence of a relevant abstract (the citation checker's similarity)."""
+
+    def __init__(self, index: PublishedIndex, threshold: float) -> None:
+        self.index = index
+        self.threshold = threshold
+        self.doc_of_doi = {d.doi: d for d in index.documents.values() if d.doi}
+
+    def count(self, answer: str, relevant: tuple[str, ...]) -> tuple[int, int]:
+        claims = [strip_markers(s) for s in sentences_of(answer)]
+        claims = [c for c in claims if len(c.split()) >= MIN_CLAIM_WORDS]
+        abstracts = [self.doc_of_doi[doi].abstract for doi in relevant if doi in self.doc_of_doi]
+        evidence = [sentence for abstract in abstracts for sentence in sentences_of(abstract)]
+        if not claims or not evidence:
+            return 0, len(claims)
+        vectors = self.index.embedder.encode(claims + evidence)
+        similarity = vectors[: len(claims)] @ vectors[len(claims) :].T
+        return int((similarity.max(axis=1) >= self.threshold).sum()), len(claims)
+
+
+async def serve_questions(base: str, questions: list[DevQuestion], on_target: OnTarget) -> list[dict]:
+    records = []
+    async with httpx.AsyncClient(timeout=600) as client:
+        await ask_streamed(client, base, {"query": "What do economists know about household saving?"})  # warm-up
+        for number, question in enumerate(questions, start=1):
+            search = (await client.post(f"{base}/v1/search", json={"query": question.question, "top_k": 10})).json()
+            ranking = list(dict.fromkeys(hit["document"]["doi"] for hit in search["results"]))
+            answer = await ask_streamed(client, base, {"query": question.question})
+            done = answer.done
+            text = done.get("answer", "")
+            declined = answer.status != 200 or not done.get("covered", False) or is_refusal(text)
+            cited = {citation["doi"] for citation in done.get("citations", [])}
+            hits, claims = on_target.count(text, question.relevant) if not declined else (0, 0)
+            relevance = dict.fromkeys(question.relevant, 1)
+            records.append({
+                "id": question.question_id, "half": question.half, "answerable": question.answerable,
+                "declined": declined, "cited_relevant": bool(cited & set(question.relevant)),
+                "on_target": hits, "claims": claims, "loop": has_repetition_loop(text),
+                "recall@10": recall_at_k(ranking, relevance, 10) if question.answerable else None,
+                "ndcg@10": ndcg_at_k(ranking, relevance, 10) if question.answerable else None,
+                "first_token_s": answer.first_token_s, "total_s": answer.total_s,
+                "confidence": done.get("confidence"), "answer": text, "status": answer.status,
+            })  # fmt: skip
+            print(f"  {number}/{len(questions)} {question.question_id} declined={declined} "
+                  f"cited={records[-1]['cited_relevant']} {answer.total_s:.1f}s", flush=True)  # fmt: skip
+    return records
+
+
+def reranker_top1(index: PublishedIndex, questions: list[DevQuestion], reranker_dir: Path | None) -> dict[str, dict]:
+    """Per answerable question: whether the reranker and the bi-encoder rank the answering abstract first."""
+    doc_of_doi = {d.doi: d.doc_id for d in index.documents.values() if d.doi}
+    rows_of = rows_by_document(index)
+    bi_encoder = bi_encoder_scorer(index)
+    reranker = CrossEncoderReranker(reranker_dir) if reranker_dir is not None else None
+    results = {}
+    for question in questions:
+        relevant = [doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi]
+        if not question.answerable or not relevant:
+            continue
+        candidates = candidate_set(index, question.question, relevant[0], relevant, rows_of)
+        row = {"bi_encoder": ranks_first(candidates, bi_encoder(candidates))}
+        if reranker is not None:
+            passages = [passage_text(index.chunks[r].title, index.chunks[r].text) for r in candidates.rows]
+            row["reranker"] = ranks_first(candidates, reranker.score(question.question, passages))
+        results[question.question_id] = row
+    return results
+
+
+def share(values: list[bool | float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
+
+
+def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
+    answerable = [r for r in records if r["answerable"]]
+    unanswerable = [r for r in records if not r["answerable"]]
+    claims = sum(r["claims"] for r in answerable)
+    ranked = [top1[r["id"]] for r in answerable if r["id"] in top1]
+    return {
+        "questions": len(records),
+        "citation_hit": share([r["cited_relevant"] for r in answerable]),
+        "wrongly_declined": share([r["declined"] for r in answerable]),
+        "unanswerable_declined": share([r["declined"] for r in unanswerable]),
+        "on_target_sentences": round(sum(r["on_target"] for r in answerable) / claims, 3) if claims else None,
+        "loops": share([r["loop"] for r in records]),
+        "recall@10": share([r["recall@10"] for r in answerable]),
+        "ndcg@10": share([r["ndcg@10"] for r in answerable]),
+        "reranker_top1": share([row["reranker"] for row in ranked if "reranker" in row]),
+        "bi_encoder_top1": share([row["bi_encoder"] for row in ranked]),
+        "first_token_p50_s": median([r["first_token_s"] for r in records if r["first_token_s"] is not None]),
+        "total_p50_s": median([r["total_s"] for r in records]),
+    }
+
+
+ROWS = (
+    ("citation hit (answerable)", "citation_hit"), ("wrongly declined (answerable)", "wrongly_declined"),
+    ("unanswerable declined", "unanswerable_declined"), ("on-target answer sentences", "on_target_sentences"),
+    ("answers with a loop", "loops"), ("search recall@10", "recall@10"), ("search nDCG@10", "ndcg@10"),
+    ("reranker top-1 of 10 hard candidates", "reranker_top1"), ("bi-encoder top-1, same candidates", "bi_encoder_top1"),
+    ("first token p50 (s)", "first_token_p50_s"), ("total p50 (s)", "total_p50_s"),
+)  # fmt: skip
+
+
+def table(results: dict[str, dict]) -> str:
+    columns = [(label, half) for label in results for half in (*HALVES, "all")]
+    lines = ["| metric | " + " | ".join(f"{label}: {half}" for label, half in columns) + " |",
+             "|---|" + "---:|" * len(columns)]  # fmt: skip
+    for name, key in ROWS:
+        cells = []
+        for label, half in columns:
+            value = results[label]["summary"][half][key]
+            cells.append("–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:g}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.aer_dev", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--config", action="append", type=Config.parse, help="LABEL[:AER_RAG_X=V,…] (repeatable)")
+    parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    configs = args.config or [Config("default")]
+    questions = load_dev_questions()[: args.limit]
+    index = PublishedIndex.load(args.index, device="cpu")
+    on_target = OnTarget(index, AnsweringSettings().support_threshold)
+    DETAILS.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict] = {}
+    for config in configs:
+        print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
+        with running_service(args.index, "cpu", config.env) as base:
+            info = httpx.get(f"{base}/v1/info").json()
+            records = asyncio.run(serve_questions(base, questions, on_target))
+        top1 = reranker_top1(index, questions, config.reranker_dir)
+        for record in records:
+            record["top1"] = top1.get(record["id"])
+        (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+        summary = {half: summarize([r for r in records if r["half"] == half], top1) for half in HALVES}
+        summary["all"] = summarize(records, top1)
+        results[config.label] = {
+            "settings": config.env, "reranker": info["reranker"]["model"], "generator": info["generator"]["model"],
+            "commit": git_commit(), "machine": machine(), "summary": summary,
+        }  # fmt: skip
+    print(table(results))
+    # Earlier runs' configurations stay in the file (e.g. "before", measured at an earlier commit).
+    previous = RESULTS.read_text() if RESULTS.is_file() else "{}"
+    configs = {**json.loads(previous).get("configs", {}), **results}
+    payload = {"questions": relative(DEV_QUESTIONS), "configs": configs}
+    print(f"wrote {relative(write_results('aer_dev', payload))}")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

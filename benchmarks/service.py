@@ -1,0 +1,107 @@
+"""The real service for benchmarks: `python -m app` in a subprocess on loopback, and a streaming /v1/ask client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from benchmarks.common import REPO_ROOT
+
+READY_TIMEOUT_S = 300
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 1])."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+@contextmanager
+def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Serve `index` on a free loopback port with extra AER_RAG_* settings; yields the base URL."""
+    port = free_port()
+    environment = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", **(env or {})}
+    command = [sys.executable, "-m", "app", "--index", str(index), "--device", device, "--port", str(port)]
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env=environment)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if server.poll() is not None:
+                raise SystemExit(f"the server exited with {server.returncode}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the server did not become ready in {READY_TIMEOUT_S} s")
+            time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@dataclass
+class StreamedAnswer:
+    status: int
+    first_token_s: float | None  # time to the first delta (None: nothing was generated)
+    total_s: float
+    done: dict = field(default_factory=dict)  # the final SSE event: answer, covered, citations, usage, …
+    passages: list[dict] = field(default_factory=list)
+    error: dict | None = None
+
+
+async def ask_streamed(client: httpx.AsyncClient, base: str, body: dict) -> StreamedAnswer:
+    """POST /v1/ask with stream: true and time it as a user sees it."""
+    started = time.perf_counter()
+    first_token = None
+    answer = StreamedAnswer(0, None, 0.0)
+    async with client.stream("POST", f"{base}/v1/ask", json={**body, "stream": True}) as response:
+        answer.status = response.status_code
+        if response.status_code != 200:
+            await response.aread()
+            answer.error = response.json().get("error") if response.content else None
+        else:
+            event = None
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                    if event == "delta" and first_token is None:
+                        first_token = time.perf_counter() - started
+                elif line.startswith("data: "):
+                    data = json.loads(line.removeprefix("data: "))
+                    if event == "done":
+                        answer.done = data
+                    elif event == "passages":
+                        answer.passages = data["passages"]
+                    elif event == "error":
+                        answer.error = data
+    answer.first_token_s = first_token
+    answer.total_s = time.perf_counter() - started
+    return answer
