@@ -1,7 +1,8 @@
 """Generation speed, side by side: our engine vs transformers' generate() with the same weights and dtype.
 
 Measures batch-1 decode tokens/s, time to first token (TTFT) for a ~1,500-token RAG prompt (cold, and
-with the system-message prefix already cached), and batch-16 throughput. Prints a table and writes
+with the system-message prefix already cached), batch-16 throughput, and the continuous-batching engine's
+decode-only aggregate tokens/s with 8 streams running at once. Prints a table and writes
 benchmarks/results/generation_<device>.json.
 
     .venv/bin/python -m benchmarks.generation_benchmark --device cpu          # float32, ~8 minutes
@@ -17,26 +18,27 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import platform
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import relative, write_results
 from models import Generator, SamplingParams
 from models.loading import build_model, default_gguf_path, load_gguf
 from models.model import ModelConfig
 from models.quantize import quantize_int8
+from models.scheduler import SchedulerSettings
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "aer_abstracts.csv"
-RESULTS = REPO / "benchmarks" / "results"
 H100_BANDWIDTH = 3.35e12  # bytes/s, HBM3 (SXM)
 SYSTEM = ("You are a research assistant for American Economic Review abstracts. Answer only from the "
           "numbered passages below and cite them like [1]. If they do not contain the answer, say so.")
@@ -60,6 +62,7 @@ class BenchmarkSettings:
     prompt_tokens: int = 1500  # the RAG prompt for TTFT
     batch: int = 16
     batch_new_tokens: int = 32
+    streams: int = 8  # concurrent streams for the continuous-batching row
     baseline_batch_new_tokens: int = 8
     threads: int | None = None
     random_weights: bool = False
@@ -143,6 +146,27 @@ def time_ours_stream(generator: Generator, prompt: str, new_tokens: int) -> tupl
     assert stream.generated_tokens == new_tokens
     assert first is not None
     return first - started, (new_tokens - 1) / (ended - first)
+
+
+def time_ours_concurrent(generator: Generator, prompts: list[str], new_tokens: int) -> float:
+    """Decode-only aggregate tokens/s of streams running at once: tokens decoded between the moment the last
+    stream got its first token and the moment the first stream finished, over that time."""
+    params = SamplingParams(max_new_tokens=new_tokens, ignore_eos=True)
+    arrivals: list[list[float]] = [[] for _ in prompts]
+
+    def consume(stream, times: list[float]) -> None:
+        for _ in stream:
+            times.append(time.perf_counter())
+
+    streams = [generator.stream(prompt, params) for prompt in prompts]
+    threads = [threading.Thread(target=consume, args=(s, t)) for s, t in zip(streams, arrivals, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    start, end = max(times[0] for times in arrivals), min(times[-1] for times in arrivals)
+    decoded = sum(start < t <= end for times in arrivals for t in times)
+    return decoded / (end - start)
 
 
 def time_ours_first_token(generator: Generator, prompt: str) -> tuple[float, float]:
@@ -232,7 +256,8 @@ def run(settings: BenchmarkSettings) -> dict:
         generator_rng = torch.Generator().manual_seed(0)
         tensors = {name: torch.randn(t.shape, generator=generator_rng) * 0.02 for name, t in tensors.items()}
     generator = Generator(build_model(config, tensors, device=device, dtype=dtype), tokenizer,
-                          model_name="SmolLM2-135M-Instruct" + (" (random)" if settings.random_weights else ""))
+                          model_name="SmolLM2-135M-Instruct" + (" (random)" if settings.random_weights else ""),
+                          scheduler=SchedulerSettings(slots=max(settings.batch, settings.streams)))  # fmt: skip
     long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[0])
     other_long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[1], offset=40)
     short = short_prompts(tokenizer, settings.batch)
@@ -241,22 +266,24 @@ def run(settings: BenchmarkSettings) -> dict:
     # ours -------------------------------------------------------------------------------------------
     time_ours_stream(generator, short[0], 4)  # warm-up (allocations, CUDA graph capture)
     _, ours_decode = time_ours_stream(generator, short[1], settings.new_tokens)
-    generator.reuse_prefix = False
     time_ours_first_token(generator, other_long_prompt)  # warm-up at this length
+    generator.scheduler.forget_prefixes()
     ours_ttft_cold, ours_ttft_cpu = time_ours_first_token(generator, long_prompt)
-    generator.reuse_prefix = True
-    time_ours_first_token(generator, other_long_prompt)  # caches the shared system-message prefix
+    time_ours_first_token(generator, other_long_prompt)  # leaves the shared system-message prefix cached
     ours_ttft_prefix, _ = time_ours_first_token(generator, long_prompt)
     time_ours_batch(generator, short, 2)  # warm-up at this batch size
     ours_batch = time_ours_batch(generator, short, settings.batch_new_tokens)
+    ours_streams = time_ours_concurrent(generator, short[: settings.streams], settings.new_tokens)
     rows["decode_tokens_per_s_batch1"] = {"ours": ours_decode}
     rows["ttft_s_rag_prompt"] = {"ours": ours_ttft_cold}
     rows["ttft_cpu_seconds_rag_prompt"] = {"ours": ours_ttft_cpu}
     rows["ttft_s_rag_prompt_system_prefix_cached"] = {"ours": ours_ttft_prefix}
     rows[f"throughput_tokens_per_s_batch{settings.batch}"] = {"ours": ours_batch}
+    rows[f"decode_tokens_per_s_{settings.streams}_concurrent_streams"] = {"ours": ours_streams}
 
     if device.type == "cpu" and not settings.skip_int8:
-        int8 = Generator(quantize_int8(build_model(config, tensors)), tokenizer, reuse_prefix=False)
+        int8 = Generator(quantize_int8(build_model(config, tensors)), tokenizer,
+                         scheduler=SchedulerSettings(slots=settings.batch, reuse_prefix=False))  # fmt: skip
         time_ours_stream(int8, short[0], 4)  # warm-up
         rows["decode_tokens_per_s_batch1"]["ours_int8"] = time_ours_stream(int8, short[1], settings.new_tokens)[1]
         time_ours_first_token(int8, other_long_prompt)
@@ -298,6 +325,13 @@ def run(settings: BenchmarkSettings) -> dict:
             "bandwidth_limit_tokens_per_s": roofline,
             "achieved_fraction_batch1": ours_decode / roofline,
         },
+        "ratios": {
+            "ttft_transformers_over_ours": (rows["ttft_s_rag_prompt"].get("transformers", float("nan"))
+                                            / ours_ttft_cold),
+            "decode_batch1_ours_over_transformers": ours_decode / rows["decode_tokens_per_s_batch1"].get(
+                "transformers", float("nan")),
+            f"concurrent_{settings.streams}_over_batch1": ours_streams / ours_decode,
+        },
     }
 
 
@@ -327,7 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     defaults = BenchmarkSettings()
     parser.add_argument("--device", choices=["cpu", "cuda"], default=defaults.device)
     for name in ("new_tokens", "baseline_new_tokens", "prompt_tokens", "batch", "batch_new_tokens",
-                 "baseline_batch_new_tokens", "threads"):
+                 "baseline_batch_new_tokens", "streams", "threads"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     parser.add_argument("--random-weights", action="store_true")
     parser.add_argument("--skip-baseline", action="store_true", help="only our engine")
@@ -336,10 +370,8 @@ def main(argv: list[str] | None = None) -> None:
     settings = BenchmarkSettings(**vars(args))
     report = run(settings)
     print_report(report)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"generation_{settings.device}.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    out = write_results(f"generation_{settings.device}", report)
+    print(f"wrote {relative(out)}")
 
 
 if __name__ == "__main__":

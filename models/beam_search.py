@@ -45,13 +45,11 @@ def beam_search(engine: Engine, prompt_ids: list[int], params: SamplingParams,
     prompt_len = len(prompt_ids)
     cache_len = engine.cache_length(prompt_len + budget)
     cache = KVCache.allocate(engine.config, beams, cache_len, engine.device, engine.dtype)
-    cache.key_valid[:] = True
     # Prefill row 0 only, then copy it to the other beams.
     prompt = torch.tensor([prompt_ids], device=engine.device)
-    first_row = KVCache([k[:1] for k in cache.k], [v[:1] for v in cache.v], cache.key_valid[:1])
-    logits = engine.prefill(first_row, prompt, 0).expand(beams, -1)
-    cache.length = prompt_len
-    cache.reorder(torch.zeros(beams, dtype=torch.long, device=engine.device))
+    logits = engine.prefill(cache.rows(0, 1), prompt, 0).expand(beams, -1)
+    filled = prompt_len
+    cache.reorder(torch.zeros(beams, dtype=torch.long, device=engine.device), filled)
     eos = set() if params.ignore_eos else set(engine.tokenizer.eos_token_ids)
     scores = torch.full((beams,), float("-inf"), device=engine.device)
     scores[0] = 0.0  # all beams start identical: expand only the first
@@ -93,11 +91,11 @@ def beam_search(engine: Engine, prompt_ids: list[int], params: SamplingParams,
             rows = torch.cat([rows, rows[:1].expand(pad)])
             history = torch.cat([history, history[:1].expand(pad, -1)])
             scores = torch.cat([scores, torch.full((pad,), float("-inf"), device=engine.device)])
-        cache.reorder(rows)
+        cache.reorder(rows, filled)
         if step + 1 == budget:
             break
         logits = engine.model(history[:, -1:], cache, prompt_len + step)
-        cache.length = prompt_len + step + 1
+        filled = prompt_len + step + 1
     reason: FinishReason = "cancelled" if cancel.is_set() else "length"
     for row in range(beams):
         if scores[row] > float("-inf") and history.shape[1]:

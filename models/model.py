@@ -11,7 +11,8 @@ G = H // KV queries per key/value head, D head dim, C hidden size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -113,15 +114,13 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 class KVCache:
     """Preallocated key/value buffers for every layer: k[i], v[i] have shape (B, KV, max_len, D).
 
-    Slots are written in place with index_copy_, so a decode step allocates nothing for the cache.
-    `key_valid` (B, max_len) marks real tokens; left-padding slots stay False and are never attended.
+    Row b's token at position p sits in slot p: every row starts at slot 0 (no padding), so rows can be at
+    different lengths (continuous batching) and a row's own causal mask is all the masking there is. Slots are
+    written in place, so a decode step allocates nothing for the cache.
     """
 
     k: list[Tensor]
     v: list[Tensor]
-    key_valid: Tensor
-    length: int = 0  # slots filled so far (the same for every row: prompts are left-padded)
-    token_ids: list[int] = field(default_factory=list)  # batch-1 only: the tokens the slots hold
 
     @classmethod
     def allocate(cls, config: ModelConfig, batch: int, max_len: int, device: torch.device,
@@ -130,23 +129,46 @@ class KVCache:
         return cls(
             k=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
             v=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
-            key_valid=torch.zeros(batch, max_len, dtype=torch.bool, device=device),
         )
 
     @property
     def batch_size(self) -> int:
-        return self.key_valid.shape[0]
+        return self.k[0].shape[0]
 
     @property
     def max_len(self) -> int:
-        return self.key_valid.shape[1]
+        return self.k[0].shape[2]
 
-    def reorder(self, rows: Tensor) -> None:
-        """Beam search: row i becomes old row rows[i] (filled slots only)."""
-        n = self.length
+    def rows(self, start: int, stop: int) -> KVCache:
+        """A view of rows start..stop-1 (writes go to this cache's buffers)."""
+        return KVCache([k[start:stop] for k in self.k], [v[start:stop] for v in self.v])
+
+    def reorder(self, rows: Tensor, length: int) -> None:
+        """Beam search: row i becomes old row rows[i] (the first `length` slots)."""
         for buffer in (*self.k, *self.v):
-            buffer[:, :, :n] = buffer[:, :, :n].index_select(0, rows)
-        self.key_valid[:, :n] = self.key_valid[:, :n].index_select(0, rows)
+            buffer[:, :, :length] = buffer[:, :, :length].index_select(0, rows)
+
+
+CacheWrite = Callable[[Tensor, Tensor], None]  # (cache buffer (B, KV, L, D), new keys or values (B, KV, T, D))
+
+
+def _slice_write(start: int, new: int) -> CacheWrite:
+    """Every row's T new entries go to slots start..start+T-1."""
+
+    def write(buffer: Tensor, values: Tensor) -> None:
+        buffer[:, :, start : start + new] = values
+
+    return write
+
+
+def _scatter_write(positions: Tensor) -> CacheWrite:
+    """Row b's t-th new entry goes to slot positions[b, t] (rows at different lengths)."""
+    rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
+
+    def write(buffer: Tensor, values: Tensor) -> None:
+        buffer[rows, :, positions] = values.transpose(1, 2)  # (B, T, KV, D) at [row, :, slot]
+
+    return write
 
 
 class Attention(nn.Module):
@@ -160,15 +182,15 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(q_size, config.hidden_size, bias=False)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                slots: Tensor, attend_len: int, blocked: Tensor) -> Tensor:
+                write: CacheWrite, attend_len: int, blocked: Tensor) -> Tensor:
         batch, new, _ = x.shape
         q, k, v = self.qkv_proj(x).split(self.split_sizes, dim=-1)
         q = q.view(batch, new, self.num_heads, self.head_dim).transpose(1, 2)
         k = k.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        cache_k.index_copy_(2, slots, k)
-        cache_v.index_copy_(2, slots, v)
+        write(cache_k, k)
+        write(cache_v, v)
         keys, values = cache_k[:, :, :attend_len], cache_v[:, :, :attend_len]
 
         # Grouped-query attention without copying K/V per query head: the G query heads that share a
@@ -206,8 +228,8 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                slots: Tensor, attend_len: int, blocked: Tensor) -> Tensor:
-        x = x + self.attn(self.attn_norm(x), cos, sin, cache_k, cache_v, slots, attend_len, blocked)
+                write: CacheWrite, attend_len: int, blocked: Tensor) -> Tensor:
+        x = x + self.attn(self.attn_norm(x), cos, sin, cache_k, cache_v, write, attend_len, blocked)
         return x + self.mlp(self.mlp_norm(x))
 
 
@@ -225,35 +247,37 @@ class Transformer(nn.Module):
 
     def hidden_states(self, tokens: Tensor, cache: KVCache, start: int | Tensor,
                       attend_len: int | None = None) -> Tensor:
-        """The blocks' output (B, T, C) before the final norm; forward() and loss() project it."""
+        """The blocks' output (B, T, C) before the final norm; forward() and loss() project it.
+
+        start: an int (every row's new tokens go to slots start..start+T-1), or a tensor of each row's first
+        slot, shape (B,) (rows at different lengths; a 0-d tensor gives one slot for all rows).
+        """
         batch, new = tokens.shape
-        slots = start + torch.arange(new, device=tokens.device)
+        offsets = torch.arange(new, device=tokens.device)
+        if isinstance(start, int):
+            positions = (start + offsets).expand(batch, new)
+            write = _slice_write(start, new)
+        else:
+            positions = (start.reshape(-1, 1) + offsets).expand(batch, new)
+            write = _scatter_write(positions)
         if attend_len is None:
-            attend_len = int(start) + new
-        key_valid = cache.key_valid[:, :attend_len]
-        # Position = number of real tokens before this slot, so left padding does not shift RoPE.
-        positions = (key_valid.long().cumsum(dim=1) - 1).clamp(min=0).gather(1, slots.expand(batch, new))
+            attend_len = int(positions.max()) + 1
         cos, sin = self.rotary(positions, self.embed_tokens.weight.dtype)
+        # Causal attention over the row's own slots: a key is visible when its slot is at or before the query's.
         key_slots = torch.arange(attend_len, device=tokens.device)
-        causal = key_slots[None, :] <= slots[:, None]  # (T, L)
-        itself = key_slots[None, :] == slots[:, None]
-        # A padding slot attends to itself only: its output is never used, but a fully masked row
-        # would be NaN, and NaN in the cache poisons real rows (0 * NaN) in later layers.
-        allowed = causal[None] & (key_valid[:, None, :] | itself[None])
-        blocked = ~allowed[:, None, None]  # (B, 1, 1, T, L), broadcast over key/value heads and groups
+        blocked = (key_slots[None, None, :] > positions[:, :, None])[:, None, None]  # (B, 1, 1, T, L)
 
         x = self.embed_tokens(tokens)
         for layer, cache_k, cache_v in zip(self.layers, cache.k, cache.v, strict=True):
-            x = layer(x, cos, sin, cache_k, cache_v, slots, attend_len, blocked)
+            x = layer(x, cos, sin, cache_k, cache_v, write, attend_len, blocked)
         return x
 
     def forward(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
                 last_only: bool = True) -> Tensor:
-        """Run `tokens` (B, T) placed at cache slots start..start+T-1; return logits in float32.
+        """Run `tokens` (B, T) placed at cache slots start..start+T-1 (see hidden_states); logits in float32.
 
-        The caller marks the new slots in `cache.key_valid` first (False for left padding).
-        `start` may be a 0-d tensor so that a compiled/graph-captured decode step has static shapes;
-        then pass attend_len = cache.max_len (attend over the whole buffer, masked).
+        A graph-captured decode step passes `start` as a tensor and attend_len = cache.max_len (attend over the
+        whole buffer, masked), so that its shapes are static.
         last_only: logits for the last position only (B, V) — all generation needs, and it skips the
         vocabulary projection for the prompt; otherwise (B, T, V).
         """
@@ -272,7 +296,6 @@ class Transformer(nn.Module):
         if not 0 < loss_from < length:
             raise ValueError(f"loss_from must be in [1, {length - 1}] for {length} tokens, got {loss_from}.")
         cache = KVCache.allocate(self.config, batch, length, tokens.device, self.embed_tokens.weight.dtype)
-        cache.key_valid[:] = True
         hidden = self.hidden_states(tokens, cache, 0)[:, loss_from - 1 : -1]
         logits = self.lm_head(self.norm(hidden)).float()
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, loss_from:].reshape(-1))

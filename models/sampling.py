@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+MIN_TEMPERATURE = 1e-4  # below this, sampling is greedy (the schema lets clients send 1e-40)
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -39,7 +41,7 @@ class SamplingParams:
             (self.num_beams >= 1, f"num_beams must be at least 1, got {self.num_beams}."),
             (all(isinstance(s, str) and s for s in self.stop), "stop strings must be non-empty strings."),
             (all(len(opening) > 0 for opening in self.banned_openings), "banned openings must not be empty."),
-            (self.num_beams == 1 or self.temperature == 0.0,
+            (self.num_beams == 1 or self.greedy,
              "beam search is deterministic: use temperature 0 with num_beams > 1."),
         ]
         for ok, message in checks:
@@ -51,7 +53,14 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0
+        # A temperature this small is greedy in effect, and dividing by it would overflow float32 logits.
+        return self.temperature < MIN_TEMPERATURE
+
+    @property
+    def plain_greedy(self) -> bool:
+        """Greedy with no history-dependent rule: a whole batch of such rows is one argmax."""
+        return (self.greedy and self.repetition_penalty == 1.0 and self.no_repeat_ngram_size == 0
+                and not self.banned_openings)  # fmt: skip
 
 
 def apply_repetition_penalty(logits: Tensor, history: Tensor, penalty: float) -> Tensor:
@@ -112,6 +121,7 @@ def top_p_mask(logits: Tensor, p: float) -> Tensor:
     probs = torch.softmax(sorted_logits, dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above
     drop_sorted = mass_before >= p
+    drop_sorted[..., 0] = False  # the most likely token always stays (p may be tiny, even 0 in float32)
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
 

@@ -1,127 +1,139 @@
-"""Streams of text deltas for one request: a synchronous iterator and its asyncio bridge (the only place where
-decoding threads hand text to an event loop)."""
+"""A request's text as it is generated: a synchronous iterator and its asyncio twin, the one place where the
+engine's thread hands text to a consumer (another thread, or an event loop). Both are the request's sink
+(models.scheduler.RequestSink): the engine calls on_delta / on_finish / on_error from its own thread."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from collections.abc import Callable, Iterator
+import queue
+from collections.abc import Callable
 
-from models.detokenize import FinishReason
+from models.detokenize import FinishReason, GenerationResult
+from models.scheduler import RequestHandle, RequestSink
 
-# What produces a stream's deltas: called once with the stream, which it keeps up to date (counts, finish).
-DeltaSource = Callable[["TextStream"], Iterator[str]]
+Submit = Callable[[RequestSink], RequestHandle]  # hands the sink to the engine and returns the request's handle
+_DELTA, _DONE, _ERROR = "delta", "done", "error"
 
 
-class TextStream:
-    """Iterator of text deltas for one prompt. prompt_tokens / generated_tokens / finish_reason are filled
-    in as it runs (finish_reason stays None until done). close() — or setting the cancel event — stops it."""
+class _Stream:
+    """What both streams share: the request's handle, its counts and its result."""
 
-    def __init__(self, prompt_tokens: int, source: DeltaSource, cancel: threading.Event | None = None) -> None:
-        self.cancel = cancel or threading.Event()
-        self.prompt_tokens = prompt_tokens
-        self.generated_tokens = 0
-        self.finish_reason: FinishReason | None = None
-        self._deltas = source(self)
-        self._consumer_thread: int | None = None
+    handle: RequestHandle
+    result: GenerationResult | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.handle.prompt_tokens
+
+    @property
+    def generated_tokens(self) -> int:
+        return self.result.generated_tokens if self.result else self.handle.generated_tokens
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        """None until the request is done."""
+        return self.result.finish_reason if self.result else None
+
+    def cancel(self) -> None:
+        """Stop generating at the engine's next step (safe from any thread; does not wait)."""
+        self.handle.cancel()
+
+
+class TextStream(_Stream):
+    """Iterator of text deltas for one request; close() (or cancel()) stops it."""
+
+    def __init__(self, submit: Submit) -> None:
+        self._items: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
+        self.handle = submit(self)
+
+    def on_delta(self, text: str) -> None:
+        self._items.put((_DELTA, text))
+
+    def on_finish(self, result: GenerationResult) -> None:
+        self._items.put((_DONE, result))
+
+    def on_error(self, error: BaseException) -> None:
+        self._items.put((_ERROR, error))
 
     def __iter__(self) -> TextStream:
         return self
 
     def __next__(self) -> str:
-        self._consumer_thread = self._consumer_thread or threading.get_ident()
-        return next(self._deltas)
+        if self.result is not None:
+            raise StopIteration
+        kind, item = self._items.get()
+        if kind == _DONE:
+            self.result = item  # type: ignore[assignment]
+            raise StopIteration
+        if kind == _ERROR:
+            raise item  # type: ignore[misc]
+        return item  # type: ignore[return-value]
 
     def close(self) -> None:
-        self.cancel.set()
-        # From another thread only the event is set: the consuming thread stops at its next step (closing
-        # the generator here would release the engine's lock from the wrong thread).
-        if self._consumer_thread in (None, threading.get_ident()):
-            with contextlib.suppress(ValueError):  # already executing
-                self._deltas.close()
+        """Cancel, and wait (one engine step at most) until the request is done."""
+        self.cancel()
+        with contextlib.suppress(Exception):
+            self.wait()
+
+    def wait(self) -> GenerationResult:
+        """Consume the rest and return the result."""
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
 
 
-class AsyncTextStream:
-    """Async iterator of text deltas: decoding runs in a worker thread. Cancelling the consuming task
-    (e.g. on client disconnect) or aclose() stops the decode at the next step."""
+class AsyncTextStream(_Stream):
+    """`async for delta in stream`: the engine decodes in its own thread. Cancelling the consuming task (a
+    client gone), cancel() or aclose() frees the request's slot at the engine's next step. Create it inside the
+    event loop that consumes it."""
 
-    _DONE = object()
-
-    def __init__(self, stream: TextStream, on_finished: Callable[[], None] | None = None) -> None:
-        """on_finished: called on the event loop once the decoding thread has stopped (also after a cancel)."""
-        self._stream = stream
+    def __init__(self, submit: Submit, on_finished: Callable[[], None] | None = None) -> None:
+        """on_finished: called on the event loop once the request is done (finished, cancelled or failed)."""
+        self._loop = asyncio.get_running_loop()
+        self._items: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         self._on_finished = on_finished
-        self._queue: asyncio.Queue[object] | None = None
-        self._thread: threading.Thread | None = None
+        self.handle = submit(self)
 
-    @property
-    def prompt_tokens(self) -> int:
-        return self._stream.prompt_tokens
+    def _put(self, kind: str, item: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody is listening
+            self._loop.call_soon_threadsafe(self._deliver, kind, item)
 
-    @property
-    def generated_tokens(self) -> int:
-        return self._stream.generated_tokens
+    def _deliver(self, kind: str, item: object) -> None:
+        if kind == _DONE:
+            self.result = item  # type: ignore[assignment]
+        self._items.put_nowait((kind, item))
+        if kind != _DELTA and self._on_finished is not None:
+            self._on_finished()
 
-    @property
-    def finish_reason(self) -> FinishReason | None:
-        return self._stream.finish_reason
+    def on_delta(self, text: str) -> None:
+        self._put(_DELTA, text)
 
-    @property
-    def started(self) -> bool:
-        """Whether the decoding thread was started (by the first __anext__)."""
-        return self._queue is not None
+    def on_finish(self, result: GenerationResult) -> None:
+        self._put(_DONE, result)
+
+    def on_error(self, error: BaseException) -> None:
+        self._put(_ERROR, error)
 
     def __aiter__(self) -> AsyncTextStream:
         return self
 
-    def _start(self) -> None:
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        self._queue = queue
-
-        def put(item: object) -> None:
-            with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody is listening
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        def work() -> None:
-            try:
-                for delta in self._stream:
-                    put(delta)
-                    if self._stream.cancel.is_set():
-                        break
-                self._stream.close()
-                put(self._DONE)
-            except BaseException as error:  # handed to the consumer, raised there
-                put(error)
-            finally:
-                if self._on_finished is not None:
-                    with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(self._on_finished)
-
-        self._thread = threading.Thread(target=work, name="aer-generate", daemon=True)
-        self._thread.start()
-
     async def __anext__(self) -> str:
-        if self._queue is None:
-            self._start()
-        assert self._queue is not None
         try:
-            item = await self._queue.get()
+            kind, item = await self._items.get()
         except asyncio.CancelledError:
-            self._stream.cancel.set()
+            self.cancel()
             raise
-        if item is self._DONE:
+        if kind == _DONE:
             raise StopAsyncIteration
-        if isinstance(item, BaseException):
-            raise item
+        if kind == _ERROR:
+            raise item  # type: ignore[misc]
         return item  # type: ignore[return-value]
 
-    def cancel(self) -> None:
-        """Stop decoding at the next step (safe from any thread; does not wait)."""
-        self._stream.cancel.set()
-
     async def aclose(self) -> None:
-        self._stream.cancel.set()
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join)
+        """Cancel, and wait (one engine step at most) until the request is done."""
+        self.cancel()
+        with contextlib.suppress(Exception):
+            async for _ in self:
+                pass

@@ -22,7 +22,6 @@ TOKENS = [5, 17, 42, 99, 3, 250, 7, 8, 120]
 def last_logits(model, device: str) -> torch.Tensor:
     dtype = model.embed_tokens.weight.dtype
     cache = KVCache.allocate(model.config, 1, 16, torch.device(device), dtype)
-    cache.key_valid[:] = True
     with torch.no_grad():
         return model(torch.tensor([TOKENS], device=device), cache, 0, last_only=False)[0].cpu()
 
@@ -49,21 +48,20 @@ def test_cuda_graph_decoding_equals_eager(tiny_gguf: Path) -> None:
     assert streamed == eager.generate(prompts[:1], params)[0].text
 
 
-def test_cuda_bfloat16_left_padded_batch_close_to_one_by_one(tiny_gguf: Path) -> None:
+def test_cuda_bfloat16_rows_at_different_lengths_close_to_one_by_one(tiny_gguf: Path) -> None:
+    """The continuous-batching step on a GPU: rows prefilled alone, then one decode step for all, each at its own
+    position, against each row decoded alone."""
     config, tensors, _ = load_gguf(tiny_gguf)
     model = build_model(config, tensors, device="cuda", dtype=torch.bfloat16)
     prompts = [TOKENS, TOKENS[:3], TOKENS[2:7]]
-    longest = max(map(len, prompts))
-    batch = torch.full((len(prompts), longest), 2, device="cuda")
-    cache = KVCache.allocate(config, len(prompts), longest, torch.device("cuda"), torch.bfloat16)
-    for row, ids in enumerate(prompts):
-        batch[row, longest - len(ids):] = torch.tensor(ids)
-        cache.key_valid[row, longest - len(ids):] = True
+    cache = KVCache.allocate(config, len(prompts), 16, torch.device("cuda"), torch.bfloat16)
     with torch.no_grad():
-        batched = model(batch, cache, 0).cpu()
+        for row, ids in enumerate(prompts):
+            model(torch.tensor([ids], device="cuda"), cache.rows(row, row + 1), 0)
+        step = torch.tensor([[11], [12], [13]], device="cuda")
+        batched = model(step, cache, torch.tensor([len(ids) for ids in prompts], device="cuda")).cpu()
     for row, ids in enumerate(prompts):
-        alone = KVCache.allocate(config, 1, len(ids), torch.device("cuda"), torch.bfloat16)
-        alone.key_valid[:] = True
+        alone = KVCache.allocate(config, 1, 16, torch.device("cuda"), torch.bfloat16)
         with torch.no_grad():
-            expected = model(torch.tensor([ids], device="cuda"), alone, 0).cpu()[0]
+            expected = model(torch.tensor([[*ids, 11 + row]], device="cuda"), alone, 0).cpu()[0]
         assert (batched[row] - expected).abs().max() < 0.05 * expected.abs().max()

@@ -29,7 +29,7 @@ def test_prefix_reuse_gives_the_same_answer(tiny_gguf) -> None:
     params = SamplingParams(max_new_tokens=10)
     for prompt in ["system: be nice. user: hi", "system: be nice. user: bye", "system: be nice. user: hi"]:
         assert reusing.generate([prompt], params)[0].token_ids == fresh.generate([prompt], params)[0].token_ids
-    assert reusing._prefix_cache is not None and len(reusing._prefix_cache.token_ids) > 0
+    assert reusing.scheduler.reused_tokens > 0 and fresh.scheduler.reused_tokens == 0
 
 
 def test_stop_string_truncates(tiny_generator: Generator) -> None:

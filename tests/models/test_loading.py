@@ -24,7 +24,6 @@ TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120]])
 
 def logits_of(model: Transformer) -> torch.Tensor:
     cache = KVCache.allocate(model.config, 1, TOKENS.shape[1], torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     with torch.no_grad():
         return model(TOKENS, cache, 0, last_only=False)
 

@@ -38,7 +38,6 @@ def tiny_model(seed: int = 0) -> Transformer:
 
 def logits(model: Transformer, tokens: torch.Tensor) -> torch.Tensor:
     cache = KVCache.allocate(model.config, tokens.shape[0], tokens.shape[1], torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     with torch.no_grad():
         return model(tokens, cache, 0, last_only=False)
 

@@ -16,7 +16,6 @@ TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120, 64, 33, 2]])
 
 def full_logits(model: Transformer, tokens: torch.Tensor) -> torch.Tensor:
     cache = KVCache.allocate(model.config, tokens.shape[0], tokens.shape[1], torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     with torch.no_grad():
         return model(tokens, cache, 0, last_only=False)
 
@@ -56,34 +55,27 @@ def test_logits_match_transformers_qwen2_with_biases() -> None:
     torch.testing.assert_close(full_logits(ours, TOKENS), expected, atol=1e-4, rtol=1e-4)
 
 
-def test_left_padded_batch_equals_one_by_one(hf_llama) -> None:
+def test_rows_at_different_lengths_equal_one_by_one(hf_llama) -> None:
+    """Continuous batching: each row prefilled in its own slots, then one decode step for all rows at once, each
+    at its own position."""
     model = ours_from_hf(hf_llama)
     prompts = [[5, 17, 42, 99], [3, 250], [7, 8, 120, 64, 33, 9, 11]]
-    longest = max(map(len, prompts))
-    batch = torch.full((len(prompts), longest), 2)
-    cache = KVCache.allocate(model.config, len(prompts), longest + 1, torch.device("cpu"), torch.float32)
-    for row, ids in enumerate(prompts):
-        batch[row, longest - len(ids):] = torch.tensor(ids)
-        cache.key_valid[row, longest - len(ids):] = True
+    cache = KVCache.allocate(model.config, len(prompts), 16, torch.device("cpu"), torch.float32)
     with torch.no_grad():
-        batched = model(batch, cache, 0)
-        # one decode step too: the new token's position must continue each row's own count
-        next_tokens = batched.argmax(-1, keepdim=True)
-        cache.key_valid[:, longest] = True
-        batched_step = model(next_tokens, cache, longest)
+        prefilled = [model(torch.tensor([ids]), cache.rows(row, row + 1), 0)[0] for row, ids in enumerate(prompts)]
+        next_tokens = torch.stack(prefilled).argmax(-1, keepdim=True)
+        lengths = torch.tensor([len(ids) for ids in prompts])
+        batched_step = model(next_tokens, cache, lengths)
     for row, ids in enumerate(prompts):
-        alone = torch.tensor([[*ids, int(next_tokens[row])]])
-        logits = full_logits(model, alone)[0]
-        torch.testing.assert_close(batched[row], logits[-2], atol=1e-4, rtol=1e-4)
+        logits = full_logits(model, torch.tensor([[*ids, int(next_tokens[row])]]))[0]
+        torch.testing.assert_close(prefilled[row], logits[-2], atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(batched_step[row], logits[-1], atol=1e-4, rtol=1e-4)
-    assert torch.isfinite(batched_step).all()
 
 
 def test_kv_cache_decoding_equals_full_recompute(hf_llama) -> None:
     model = ours_from_hf(hf_llama)
     prompt = [5, 17, 42, 99, 3]
     cache = KVCache.allocate(model.config, 1, 64, torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     cached_tokens, recomputed_tokens = list(prompt), list(prompt)
     with torch.no_grad():
         logits = model(torch.tensor([prompt]), cache, 0)
@@ -97,19 +89,17 @@ def test_kv_cache_decoding_equals_full_recompute(hf_llama) -> None:
 
 
 def test_static_shape_step_matches_dynamic_step(hf_llama) -> None:
-    """The CUDA-graph decode step (start as a tensor, attention over the whole masked buffer) on CPU."""
+    """The CUDA-graph decode step (positions as a tensor, attention over the whole masked buffer) on CPU."""
     model = ours_from_hf(hf_llama)
     prompt = torch.tensor([[5, 17, 42, 99, 3], [2, 2, 8, 9, 10]])
     logits = {}
     for static in (False, True):
         cache = KVCache.allocate(model.config, 2, 32, torch.device("cpu"), torch.float32)
-        cache.key_valid[:] = True
-        cache.key_valid[1, :2] = False
         with torch.no_grad():
             model(prompt, cache, 0)
             step = torch.tensor([[7], [11]])
             if static:
-                logits[static] = model(step, cache, torch.tensor(5), attend_len=cache.max_len)
+                logits[static] = model(step, cache, torch.tensor([5, 5]), attend_len=cache.max_len)
             else:
                 logits[static] = model(step, cache, 5)
     torch.testing.assert_close(logits[True], logits[False], atol=1e-5, rtol=1e-5)

@@ -95,3 +95,17 @@ def test_sampling_follows_the_distribution() -> None:
 def test_invalid_params_are_clear_errors(bad: dict) -> None:
     with pytest.raises(ValueError, match=r"must|beam"):
         SamplingParams(**bad)
+
+
+@pytest.mark.parametrize("params", [
+    SamplingParams(temperature=0.5, top_p=1e-50, seed=3),  # rounds to 0 in float32: the top token stays
+    SamplingParams(temperature=1e-40, seed=3),  # greedy in effect; dividing by it would overflow
+    SamplingParams(temperature=2.0, top_k=1000, top_p=1.0, seed=3),
+    SamplingParams(temperature=1e-3, top_p=0.5, seed=3),
+])  # fmt: skip
+def test_sampling_never_fails_on_values_the_api_accepts(params: SamplingParams) -> None:
+    logits = torch.tensor([[2.0, 1.0, 0.5, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    tokens = choose_next_tokens(logits, params, torch.zeros(2, 0, dtype=torch.long), make_generator(3, "cpu"))
+    assert tokens.shape == (2,) and int(tokens.min()) >= 0 and int(tokens.max()) < 4
+    if params.top_p < 1e-10 or params.temperature < 1e-10:
+        assert int(tokens[0]) == 0  # the most likely token

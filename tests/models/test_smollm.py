@@ -38,7 +38,6 @@ def test_logits_match_transformers_gguf_loader(smollm_generator: Generator, refe
     ids = torch.tensor([smollm_generator.tokenizer.encode(prompt)])
     model = smollm_generator.model
     cache = KVCache.allocate(model.config, 1, ids.shape[1], torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     with torch.no_grad():
         ours = model(ids, cache, 0, last_only=False)[0]
         expected = reference_model(ids).logits[0]

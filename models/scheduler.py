@@ -1,0 +1,330 @@
+"""Continuous batching: one loop owns the model, and requests join or leave the running batch at any step.
+
+Every request gets a slot: a row of one preallocated KV cache (slots x slot_tokens), so memory is bounded and
+known at start. Each turn of the loop
+  1. admits waiting requests into free slots, preferring the slot whose cached tokens share the longest prefix
+     with the prompt (the system message is then not computed again);
+  2. prefills one chunk (prefill_chunk tokens) of the oldest request still reading its prompt, so a long prompt
+     never stalls the streams already running for more than one chunk;
+  3. decodes one token for every running request at once, each at its own position, each with its own
+     sampling parameters, seed, stop strings, no-repeat state and text sink;
+  4. lets cancelled and finished requests go, freeing their slots at once.
+A request that does not fit in the slots waits (up to max_waiting; beyond that submit() raises EngineFullError).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from models.detokenize import GenerationResult, OutputText
+from models.model import KVCache, Transformer
+from models.sampling import SamplingParams, choose_next_tokens, make_generator
+from models.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+class EngineFullError(RuntimeError):
+    """Every slot is taken and the waiting line is full."""
+
+
+class EngineStoppedError(RuntimeError):
+    """The engine was shut down while the request was waiting or running."""
+
+
+class RequestSink(Protocol):
+    """Where a request's output goes; called on the scheduler's thread."""
+
+    def on_delta(self, text: str) -> None: ...
+
+    def on_finish(self, result: GenerationResult) -> None: ...
+
+    def on_error(self, error: BaseException) -> None: ...
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    slots: int = 8  # requests decoded together
+    slot_tokens: int = 2048  # KV cache per slot: prompt + answer
+    prefill_chunk: int = 256  # prompt tokens per prefill forward
+    max_waiting: int = 64  # requests waiting for a slot
+    reuse_prefix: bool = True
+
+    def __post_init__(self) -> None:
+        if min(self.slots, self.prefill_chunk) < 1 or self.slot_tokens < 16 or self.max_waiting < 0:
+            raise ValueError(f"Invalid scheduler settings: {self}.")
+
+
+@dataclass
+class Slot:
+    index: int
+    token_ids: list[int] = field(default_factory=list)  # the tokens whose KV the slot holds (for prefix reuse)
+    busy: bool = False
+
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Request:
+    prompt_ids: list[int]
+    params: SamplingParams
+    budget: int  # new tokens at most
+    sink: RequestSink
+    output: OutputText
+    generator: torch.Generator | None
+    request_id: int = field(default_factory=lambda: next(_ids))
+    submitted: float = field(default_factory=time.perf_counter)
+    slot: Slot | None = None
+    filled: int = 0  # slots of the cache holding this request's KV
+    next_token: int | None = None  # sampled, not yet run through the model
+    generated: list[int] = field(default_factory=list)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def decoding(self) -> bool:
+        return self.next_token is not None
+
+
+class RequestHandle:
+    """What submit() returns: cancel() frees the request's slot at the next step; the counts are live."""
+
+    def __init__(self, prompt_tokens: int, cancelled: threading.Event, generated: Callable[[], int],
+                 wake: Callable[[], None] | None = None) -> None:  # fmt: skip
+        self.prompt_tokens = prompt_tokens
+        self._cancelled = cancelled
+        self._generated = generated
+        self._wake = wake
+
+    @property
+    def generated_tokens(self) -> int:
+        return self._generated()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        if self._wake is not None:
+            self._wake()
+
+
+class Scheduler:
+    """Entry point: submit(prompt_ids, params, sink) -> RequestHandle. The loop runs in its own thread."""
+
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, settings: SchedulerSettings,
+                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None) -> None:  # fmt: skip
+        """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V): the decode step
+        (default: the model itself; CUDA graphs replay a captured one)."""
+        self.model = model
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.device = model.embed_tokens.weight.device
+        self.cache = KVCache.allocate(model.config, settings.slots, settings.slot_tokens, self.device,
+                                      model.embed_tokens.weight.dtype)  # fmt: skip
+        self.slots = [Slot(i) for i in range(settings.slots)]
+        self._step = step or (lambda tokens, cache, positions, attend_len: model(tokens, cache, positions, attend_len))
+        self._waiting: deque[Request] = deque()
+        self._running: list[Request] = []
+        self._condition = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.steps = 0  # decode steps taken (for metrics)
+        self.reused_tokens = 0  # prompt tokens not computed again thanks to a slot's cached prefix
+
+    # ------------------------------------------------------------------------------------- public
+    def submit(self, prompt_ids: list[int], params: SamplingParams, budget: int, sink: RequestSink,
+               cancel: threading.Event | None = None) -> RequestHandle:  # fmt: skip
+        """Queue a request (prompt + budget must fit a slot). Raises EngineFullError when the line is full;
+        `cancel`, when set (here or by the handle), ends the request at the next step."""
+        # The last new token is never fed back, so a request fills prompt + budget - 1 slots, and the slot's
+        # last position stays free as scratch space for the decode step's idle rows.
+        if len(prompt_ids) + budget > self.settings.slot_tokens:
+            raise ValueError(f"{len(prompt_ids)} prompt tokens + {budget} new ones do not fit a slot of "
+                             f"{self.settings.slot_tokens} tokens.")  # fmt: skip
+        request = Request(prompt_ids, params, budget, sink, OutputText(self.tokenizer, params),
+                          make_generator(params.seed, self.device), cancelled=cancel or threading.Event())  # fmt: skip
+        with self._condition:
+            if len(self._waiting) >= self.settings.max_waiting:
+                raise EngineFullError(f"all {self.settings.slots} slots are busy and {len(self._waiting)} wait")
+            self._waiting.append(request)
+            self._start()
+            self._condition.notify()
+        return RequestHandle(len(prompt_ids), request.cancelled, lambda: request.output.steps, self.wake)
+
+    def forget_prefixes(self) -> None:
+        """Drop what the free slots remember (benchmarks time a cold prompt with it)."""
+        with self._condition:
+            for slot in self.slots:
+                if not slot.busy:
+                    slot.token_ids = []
+
+    def wake(self) -> None:
+        with self._condition:
+            self._condition.notify()
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def shutdown(self, error: BaseException | None = None) -> None:
+        """Stop the loop; every waiting or running request ends with `error` (default EngineStoppedError).
+        A later submit() starts the loop again."""
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._condition:
+            ended = [*self._waiting, *self._running]
+            self._waiting.clear()
+            self._running.clear()
+            for slot in self.slots:
+                slot.busy = False
+            self._stopped, self._thread = False, None
+        for request in ended:
+            request.slot = None
+            request.sink.on_error(error or EngineStoppedError("The engine was shut down."))
+
+    # ------------------------------------------------------------------------------------- the loop
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="aer-rag-scheduler", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        torch.set_grad_enabled(False)
+        while True:
+            with self._condition:
+                while not self._stopped and not self._waiting and not self._running:
+                    self._condition.wait()
+                if self._stopped:
+                    return
+                self._admit()
+            try:
+                with torch.inference_mode():
+                    self._drop_cancelled()
+                    self._prefill_chunk()
+                    self._decode_step()
+            except Exception as error:  # a failure fails the requests in flight, not the engine
+                log.exception("generation step failed")
+                for request in list(self._running):
+                    self._finish(request, error)
+
+    def _admit(self) -> None:
+        while self._waiting:
+            free = [slot for slot in self.slots if not slot.busy]
+            if not free:
+                return
+            request = self._waiting.popleft()
+            if request.cancelled.is_set():
+                request.output.finish("cancelled")
+                request.sink.on_finish(request.output.result(len(request.prompt_ids)))
+                continue
+            slot, reused = max(((s, self._shared_prefix(s, request.prompt_ids)) for s in free), key=lambda x: x[1])
+            slot.busy, request.slot, request.filled = True, slot, reused
+            self.reused_tokens += reused
+            self._running.append(request)
+
+    def _shared_prefix(self, slot: Slot, prompt: list[int]) -> int:
+        if not self.settings.reuse_prefix:
+            return 0
+        shared = 0
+        for cached, wanted in zip(slot.token_ids, prompt, strict=False):
+            if cached != wanted:
+                break
+            shared += 1
+        return min(shared, len(prompt) - 1)  # at least one prompt token runs, for the next-token logits
+
+    def _drop_cancelled(self) -> None:
+        for request in list(self._running):
+            if request.cancelled.is_set():
+                request.output.finish("cancelled")
+                self._finish(request)
+
+    def _prefill_chunk(self) -> None:
+        reading = [r for r in self._running if not r.decoding]
+        if not reading:
+            return
+        request = min(reading, key=lambda r: r.submitted)  # oldest first
+        assert request.slot is not None
+        chunk = request.prompt_ids[request.filled : request.filled + self.settings.prefill_chunk]
+        row = request.slot.index
+        tokens = torch.tensor([chunk], device=self.device)
+        logits = self.model(tokens, self.cache.rows(row, row + 1), request.filled)
+        request.filled += len(chunk)
+        request.slot.token_ids = request.prompt_ids[: request.filled]
+        if request.filled == len(request.prompt_ids):
+            self._take(request, self._choose(request, logits))
+
+    def _decode_step(self) -> None:
+        decoding = [r for r in self._running if r.decoding]
+        if not decoding:
+            return
+        rows = 1 + max(r.slot.index for r in decoding)  # type: ignore[union-attr]
+        scratch = self.settings.slot_tokens - 1  # rows without a request write here, never read
+        tokens = torch.zeros(rows, 1, dtype=torch.long)
+        positions = torch.full((rows,), scratch, dtype=torch.long)
+        for request in decoding:
+            tokens[request.slot.index, 0] = request.next_token  # type: ignore[union-attr]
+            positions[request.slot.index] = request.filled  # type: ignore[union-attr]
+        attend_len = 1 + max(r.filled for r in decoding)
+        logits = self._step(tokens.to(self.device), self.cache.rows(0, rows), positions.to(self.device), attend_len)
+        self.steps += 1
+        chosen = self._choose_all(decoding, logits)
+        for request, token in zip(decoding, chosen, strict=True):
+            request.filled += 1
+            request.slot.token_ids.append(request.next_token)  # type: ignore[union-attr, arg-type]
+            self._take(request, token)
+
+    # ------------------------------------------------------------------------------------- tokens
+    def _choose(self, request: Request, logits: Tensor) -> int:
+        history = torch.tensor([request.generated], dtype=torch.long, device=logits.device).reshape(1, -1)
+        return int(choose_next_tokens(logits[-1:].float(), request.params, history, request.generator)[0])
+
+    def _choose_all(self, decoding: list[Request], logits: Tensor) -> list[int]:
+        rows = torch.tensor([r.slot.index for r in decoding], device=logits.device)  # type: ignore[union-attr]
+        if all(r.params.plain_greedy for r in decoding):  # one argmax for the whole batch, one read back
+            return logits.index_select(0, rows).argmax(dim=-1).tolist()
+        return [self._choose(r, logits[r.slot.index : r.slot.index + 1]) for r in decoding]  # type: ignore[union-attr]
+
+    def _take(self, request: Request, token: int) -> None:
+        """Record a sampled token: emit its text, then finish the request or queue the token for decoding."""
+        request.output.push(token)
+        delta = request.output.take_delta()
+        if delta:
+            request.sink.on_delta(delta)
+        if not request.output.finished:
+            request.generated.append(token)
+            if len(request.generated) < request.budget:
+                request.next_token = token
+                return
+            request.output.finish("length")
+        self._finish(request)
+
+    def _finish(self, request: Request, error: BaseException | None = None) -> None:
+        if request in self._running:
+            self._running.remove(request)
+        if request.slot is not None:
+            request.slot.token_ids = request.slot.token_ids[: request.filled]
+            request.slot.busy = False
+            request.slot = None
+        request.next_token = None
+        if error is not None:
+            request.sink.on_error(error)
+            return
+        tail = request.output.take_delta()
+        if tail:
+            request.sink.on_delta(tail)
+        request.sink.on_finish(request.output.result(len(request.prompt_ids)))

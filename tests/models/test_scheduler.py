@@ -1,0 +1,106 @@
+"""Continuous batching on tiny models: requests join and leave the running batch, each with its own parameters,
+and get exactly what they would get alone; slots are freed at once; a long prompt does not stall the others."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from models import Generator, SamplingParams
+from models.scheduler import EngineFullError, SchedulerSettings
+
+LONG = SamplingParams(max_new_tokens=40, ignore_eos=True)
+
+
+def engine(tiny_gguf, **settings) -> Generator:
+    return Generator.from_pretrained(tiny_gguf, device="cpu", scheduler=SchedulerSettings(**settings))
+
+
+def test_a_request_that_joins_a_running_batch_gets_what_it_gets_alone(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=4)
+    alone_first = generator.generate(["hello there"], LONG)[0]
+    alone_second = generator.generate(["the quick brown fox"], SamplingParams(max_new_tokens=12, ignore_eos=True))[0]
+    first = generator.stream("hello there", LONG)
+    received = [next(first) for _ in range(3)]  # the first request is decoding ...
+    second = generator.generate(["the quick brown fox"], SamplingParams(max_new_tokens=12, ignore_eos=True))[0]
+    received += list(first)  # ... and went on while the second joined and left
+    assert second.token_ids == alone_second.token_ids
+    assert "".join(received) == alone_first.text and first.generated_tokens == 40
+
+
+def test_each_request_keeps_its_own_sampling_state(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=4)
+    requests = {
+        "a": SamplingParams(max_new_tokens=15, temperature=0.9, seed=1, ignore_eos=True),
+        "b": SamplingParams(max_new_tokens=15, temperature=1.3, top_k=5, seed=2, ignore_eos=True),
+        "c": SamplingParams(max_new_tokens=15, no_repeat_ngram_size=2, ignore_eos=True),
+        "d": SamplingParams(max_new_tokens=15, repetition_penalty=1.5, ignore_eos=True),
+    }
+    alone = {prompt: generator.generate([prompt], params)[0].token_ids for prompt, params in requests.items()}
+    streams = {prompt: generator.stream(prompt, params) for prompt, params in requests.items()}  # together
+    together = {prompt: stream.wait().token_ids for prompt, stream in streams.items()}
+    assert together == alone
+
+
+def test_cancelling_frees_the_slot_at_once(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=1, max_waiting=4)
+    runaway = generator.stream("hello", SamplingParams(max_new_tokens=200, ignore_eos=True))
+    next(runaway)
+    waiting = generator.stream("a", SamplingParams(max_new_tokens=3, ignore_eos=True))  # no slot for it yet
+    runaway.close()
+    assert runaway.finish_reason == "cancelled" and runaway.generated_tokens < 200
+    assert waiting.wait().generated_tokens == 3
+    assert generator.scheduler.running == 0 and not any(slot.busy for slot in generator.scheduler.slots)
+
+
+def test_a_long_prompt_does_not_stall_running_streams(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=2, prefill_chunk=8)
+    running = generator.stream("hello", SamplingParams(max_new_tokens=120, ignore_eos=True))
+    next(running)
+    arrivals: list[float] = []
+    thread = threading.Thread(target=lambda: arrivals.extend(time.perf_counter() for _ in running))
+    thread.start()
+    started = time.perf_counter()
+    long_prompt = " ".join(["word"] * 40)  # ~25 prefill chunks of 8 tokens
+    generator.generate([long_prompt], SamplingParams(max_new_tokens=1))
+    prefilled = time.perf_counter()
+    thread.join()
+    during = [t for t in arrivals if started <= t <= prefilled]
+    assert len(during) >= 10, "the running stream got tokens between the long prompt's prefill chunks"
+
+
+def test_a_full_engine_refuses_at_once(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=1, max_waiting=1)
+    params = SamplingParams(max_new_tokens=200, ignore_eos=True)
+    busy = generator.stream("hello", params)
+    next(busy)  # decoding: its slot is taken
+    queued = generator.stream("a", params)
+    with pytest.raises(EngineFullError):
+        generator.stream("b", params)
+    busy.close()
+    queued.close()
+
+
+def test_prefix_reuse_skips_the_shared_prompt(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=2)
+    params = SamplingParams(max_new_tokens=6, ignore_eos=True)
+    first = generator.generate(["system: be brief. user: hi"], params)[0]
+    second = generator.generate(["system: be brief. user: bye"], params)[0]
+    assert generator.scheduler.reused_tokens >= len(generator.tokenizer.encode("system: be brief. user:")) - 1
+    fresh = engine(tiny_gguf, slots=2, reuse_prefix=False)
+    assert fresh.generate(["system: be brief. user: bye"], params)[0].token_ids == second.token_ids
+    assert first.token_ids == fresh.generate(["system: be brief. user: hi"], params)[0].token_ids
+
+
+def test_shutdown_ends_every_request_with_the_error(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=1, max_waiting=2)
+    params = SamplingParams(max_new_tokens=200, ignore_eos=True)
+    running, waiting = generator.stream("hello", params), generator.stream("a", params)
+    next(running)
+    generator.shutdown(RuntimeError("going away"))
+    for stream in (running, waiting):
+        with pytest.raises(RuntimeError, match="going away"):
+            list(stream)
+    assert generator.generate(["hello"], SamplingParams(max_new_tokens=2))[0].generated_tokens == 2  # restarts
