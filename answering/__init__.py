@@ -1,7 +1,8 @@
 """The answer contract shared by the service and the generator's fine-tune.
 
     prompt.py     the grounding instruction, numbered passages, the refusal sentence, the token budget
-    coverage.py   whether the passages answer the question at all (decline, or oblige an answer)
+    answerability.py  whether the passages answer the question at all: covered, partial or not_covered
+    focus.py      each passage's sentences closest to the question first
     citations.py  which passage supports each answer sentence
     answerer.py   Answerer: prepare (search, decide, prompt) and finish (check support) -> Answer
 """

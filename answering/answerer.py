@@ -1,16 +1,19 @@
-"""Answering: search, decide whether the passages answer at all, build the prompt, then (after generation)
-measure what supports each answer sentence. Generation itself is the caller's (the service's queue, or a
-benchmark's generator): `prepare` says what to generate, `finish` turns the generated text into an Answer."""
+"""Answering: search, decide whether the passages answer at all, put each passage's answering sentences first,
+build the prompt, then (after generation) measure what supports each answer sentence. Generation itself is the
+caller's (the service's queue, or a benchmark's generator): `prepare` says what to generate, `finish` turns the
+generated text into an Answer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage
 from answering.citations import SupportChecker, SupportReport
-from answering.coverage import CoverageGate, CoverageVerdict
-from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
+from answering.focus import SentenceFocus
+from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, BuiltPrompt, Passage, PromptBuilder
 from models import SamplingParams
 from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
 from retrieval.types import RetrievedChunk, SearchFilters
@@ -23,7 +26,7 @@ class AnsweringSettings(BaseModel):
 
     # 3 passages: the format the grounded adapter was trained on, and a short prompt (fast first token).
     top_k: int = Field(3, ge=1, le=20, description="Passages put into the prompt by default.")
-    # Calibrated by benchmarks/calibrate_thresholds.py on non-AER economics abstracts.
+    # Calibrated by benchmarks/calibrate_support.py on non-AER economics abstracts.
     support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     # Chosen on the grounded validation split (benchmarks/grounded_eval.py): greedy with no repeated
     # 4-grams stops loops; a repetition penalty would punish re-citing [1].
@@ -76,9 +79,16 @@ class PreparedAnswer:
     hits: list[RetrievedChunk]
     prompt: BuiltPrompt | None
     params: SamplingParams
-    verdict: CoverageVerdict | None
+    verdict: AnswerabilityVerdict | None  # None: the decision was not made (switched off)
     timer: StageTimer
     notes: list[str] = field(default_factory=list)
+    preface: str | None = None  # said before the generated text (a partial answer's caveat)
+
+    @property
+    def coverage(self) -> Coverage | Literal["unchecked"]:
+        if self.verdict is not None:
+            return self.verdict.coverage
+        return "unchecked" if self.prompt is not None else "not_covered"
 
 
 @dataclass(frozen=True)
@@ -93,12 +103,25 @@ class Answer:
     """The finished answer; app/api/presenters.py maps it to the API's schemas."""
 
     text: str
-    covered: bool
     finish_reason: str
     report: SupportReport
     prepared: PreparedAnswer
     usage: Usage
     notes: list[str]
+
+    @property
+    def coverage(self) -> str:
+        """covered | partial (answered from the closest papers, with a caveat) | not_covered | unchecked."""
+        return self.prepared.coverage
+
+    @property
+    def covered(self) -> bool:
+        return self.coverage in ("covered", "unchecked")
+
+    @property
+    def confidence(self) -> float | None:
+        """The answerability model's P(a retrieved passage answers the question)."""
+        return round(self.prepared.verdict.probability, 4) if self.prepared.verdict else None
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -122,20 +145,25 @@ class Answerer:
     def __init__(
         self,
         settings: AnsweringSettings,
-        coverage_check: bool,
         search: SearchPipeline,
         prompts: PromptBuilder,
         checker: SupportChecker,
-        gate: CoverageGate,
+        answerability: AnswerabilityModel | None,
+        focus: SentenceFocus | None,
         model_name: str,
+        check_by_default: bool = True,
     ):
+        """answerability None: the generator decides (no decision before generating); check_by_default: whether
+        a question that does not say (Question.coverage_check None) gets the decision; focus None: passages go
+        into the prompt whole."""
         self.settings = settings
-        self.coverage_check = coverage_check
         self.search = search
         self.prompts = prompts
         self.checker = checker
-        self.gate = gate
+        self.answerability = answerability
+        self.focus = focus
         self.model_name = model_name
+        self.check_by_default = check_by_default
 
     def sampling_params(self, options: GenerationOptions) -> SamplingParams:
         return SamplingParams(
@@ -160,22 +188,31 @@ class Answerer:
             prepared.notes.append("No passage matched the question and filters.")
             return prepared
 
-        check = self.coverage_check if question.coverage_check is None else question.coverage_check
+        wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
+        check = self.answerability is not None and wanted
         if check:
-            with timer.stage("coverage"):
+            assert self.answerability is not None
+            with timer.stage("answerability"):
                 dense = self.search.dense_similarities(question.query, outcome.hits)
-                prepared.verdict = self.gate.assess(dense, [hit.rerank_score for hit in outcome.hits])
-            if not prepared.verdict.covered:
+                prepared.verdict = self.answerability.assess(question.query, outcome.hits, dense, outcome.pool)
+            if not prepared.verdict.answers:
                 prepared.notes.append(
                     "The indexed abstracts do not appear to cover this question "
-                    f"({prepared.verdict.explain()}); the closest passages are listed instead of an answer."
+                    f"({prepared.verdict.reason}); the closest passages are listed instead of an answer."
                 )
                 return prepared
-            if prepared.verdict.must_answer:
-                prepared.params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
+            # The decision is made: the generator answers from the passages and may not decline.
+            prepared.params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
+            if prepared.verdict.coverage == "partial":
+                prepared.preface = PARTIAL_ANSWER_PREFACE
+                prepared.notes.append(f"The answer comes from the closest papers ({prepared.verdict.reason}).")
 
+        prompt_passages = passages
+        if self.focus is not None:
+            with timer.stage("focus"):
+                prompt_passages = self.focus.apply(question.query, passages)
         with timer.stage("prompt"):
-            prepared.prompt = self.prompts.build(question.query, passages, prepared.params.max_new_tokens)
+            prepared.prompt = self.prompts.build(question.query, prompt_passages, prepared.params.max_new_tokens)
         if prepared.prompt.dropped_passages:
             prepared.notes.append(
                 f"{prepared.prompt.dropped_passages} passage(s) were left out of the prompt so that it and "
@@ -193,6 +230,8 @@ class Answerer:
         else:
             timer.timings_ms["generate"] = round(outcome.seconds * 1000, 3)
             text, finish_reason = outcome.text.strip(), outcome.finish_reason
+            if prepared.preface:
+                text = f"{prepared.preface} {text}"
             with timer.stage("citations"):
                 report = self.checker.check(text, prepared.prompt.passages)
             speed = outcome.generated_tokens / outcome.seconds if outcome.seconds > 0 else None
@@ -202,4 +241,4 @@ class Answerer:
             notes.append(f"{len(report.unsupported)} answer sentence(s) are not supported by any passage.")
         if not prepared.search.reranked:
             notes.append("Reranking was off for this answer.")
-        return Answer(text, prepared.prompt is not None, finish_reason, report, prepared, usage, notes)
+        return Answer(text, finish_reason, report, prepared, usage, notes)

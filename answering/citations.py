@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from answering.prompt import NOT_COVERED_ANSWER, Passage
+from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, Passage
 from indexing.chunking import split_sentences
 
 CITATION_MARKER = re.compile(r"\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")
@@ -86,8 +86,17 @@ REFUSAL_PHRASE = "do not answer this question"
 assert REFUSAL_PHRASE in NOT_COVERED_ANSWER
 
 
+def normalized(text: str) -> str:
+    return " ".join(strip_markers(text).lower().split())
+
+
 def is_refusal(text: str) -> bool:
-    return REFUSAL_PHRASE in " ".join(strip_markers(text).lower().split())
+    return REFUSAL_PHRASE in normalized(text)
+
+
+def is_service_sentence(text: str) -> bool:
+    """The service's own sentences (the refusal, the partial answer's preface): never a claim to support."""
+    return is_refusal(text) or normalized(PARTIAL_ANSWER_PREFACE) in normalized(text)
 
 
 class SupportChecker:
@@ -105,7 +114,7 @@ class SupportChecker:
         ]
         for sentence in sentences:
             claim = strip_markers(sentence.text)
-            sentence.is_claim = len(claim.split()) >= MIN_CLAIM_WORDS and not is_refusal(claim)
+            sentence.is_claim = len(claim.split()) >= MIN_CLAIM_WORDS and not is_service_sentence(claim)
         claim_indices = [i for i, s in enumerate(sentences) if s.is_claim]
         claims = [sentences[i] for i in claim_indices]
         if not claims or not passages:

@@ -10,6 +10,8 @@ from indexing.documents import Chunk
 
 # The one sentence the service (and the fine-tuned generator) uses when the passages do not answer.
 NOT_COVERED_ANSWER = "The indexed abstracts do not answer this question."
+# What precedes an answer from the closest papers when they may not answer the question directly.
+PARTIAL_ANSWER_PREFACE = "The indexed abstracts do not address this question directly; the closest papers find this."
 
 SYSTEM_INSTRUCTION = (
     "You answer questions about economics research using only the numbered passages, which are "

@@ -233,8 +233,7 @@ class IngestionPipeline:
             "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "fingerprint": fingerprint,
             "corpus": {
-                "path": str(settings.corpus),
-                "resolved_path": str(settings.corpus.resolve()),
+                "path": str(settings.corpus),  # as given to the job
                 "sha256": file_sha256(settings.corpus),
                 "bytes": settings.corpus.stat().st_size,
             },

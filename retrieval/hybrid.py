@@ -53,7 +53,7 @@ class HybridRetriever:
             raise ValueError(f"Unknown retrieval mode {mode!r}; use one of {', '.join(RETRIEVAL_MODES)}.")
         if top_n < 1:
             raise ValueError(f"top_n must be at least 1, not {top_n}.")
-        if not query.strip():
+        if not query:  # the API trims and refuses blank text; anything else is searched as it is
             raise ValueError("The query is empty.")
         allowed = self.allowed_mask(filters)
         if allowed is not None and not allowed.any():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -26,9 +28,9 @@ log = logging.getLogger(__name__)
 RERANKER_INFO_FILE = "reranker.json"
 # The project's own cross-encoder, trained by `python -m training.reranker` and shipped in the repository.
 DEFAULT_RERANKER_DIR = Path(__file__).resolve().parents[1] / "models" / "weights" / "reranker"
-# Tokens per (query, passage) pair at inference. Longer than the training length (160): on SciFact's long
-# abstracts the extra text helps (dev split), and 30 pairs still score within the latency budget.
-INFERENCE_MAX_LENGTH = 256
+# Tokens per (query, passage) pair at inference: the shipped model's training length. 256 scored no better on
+# the development questions' calibration half and cost a third more time (benchmarks/reranker_benchmark.py).
+INFERENCE_MAX_LENGTH = 192
 
 
 def rerank_order(scores: np.ndarray, first_stage_weight: float = 0.0) -> np.ndarray:
@@ -81,25 +83,26 @@ def score_pairs(
     device: str,
     dtype: torch.dtype = torch.float32,
 ) -> np.ndarray:
-    """Relevance scores for aligned (query, passage) pairs; shared by the service and training validation."""
+    """Relevance scores for aligned (query, passage) pairs; shared by the service and training validation.
+
+    Pairs are batched by length (shortest first), so a batch is padded only to its own longest pair."""
     if len(queries) != len(passages):
         raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
-    scores: list[np.ndarray] = []
+    if not queries:
+        return np.zeros(0, dtype=np.float32)
+    encoded = tokenizer(list(queries), list(passages), truncation="only_second", max_length=max_length)
+    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
+    scores = np.zeros(len(queries), dtype=np.float32)
     was_training = model.training
     model.eval()
     with torch.inference_mode(), autocast_for(device, dtype):
-        for start in range(0, len(queries), batch_size):
-            batch = tokenizer(
-                list(queries[start : start + batch_size]),
-                list(passages[start : start + batch_size]),
-                truncation="only_second",
-                max_length=max_length,
-                padding=True,
-                return_tensors="pt",
-            ).to(device)
-            scores.append(model(**batch).float().cpu().numpy())
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            features = [{key: values[i] for key, values in encoded.items()} for i in rows]
+            batch = tokenizer.pad(features, return_tensors="pt").to(device)
+            scores[rows] = model(**batch).float().cpu().numpy()
     model.train(was_training)
-    return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+    return scores
 
 
 class RerankerSettings(BaseModel):
@@ -110,15 +113,30 @@ class RerankerSettings(BaseModel):
     model_dir: Path | None = Field(
         DEFAULT_RERANKER_DIR, description="Cross-encoder model directory; reranking is off when empty or missing."
     )
-    top_m: int = Field(30, ge=1, le=200, description="How many fused candidates the reranker scores.")
+    top_m: int = Field(
+        20, ge=1, le=200,
+        description="How many fused candidates the reranker scores (20: the 300 ms budget on 2 CPU cores).",
+    )  # fmt: skip
     first_stage_weight: float | None = Field(
         None, ge=0.0, le=100.0,
         description="Say of the hybrid order in the reranked order (0: the cross-encoder's order alone); "
         "default: the value chosen on validation data and stored with the model (reranker.json).",
     )  # fmt: skip
+    bi_encoder_weight: float | None = Field(
+        None, ge=0.0, le=1000.0,
+        description="Weight of the bi-encoder's cosine added to the cross-encoder's score (0: the cross-encoder "
+        "alone); default: the value chosen on the development questions' calibration half, in reranker.json.",
+    )  # fmt: skip
     max_length: int = Field(INFERENCE_MAX_LENGTH, ge=16, le=512, description="Tokens per (query, passage) pair.")
-    batch_size: int = Field(32, ge=1, le=1024)
-    precision: Precision = "auto"
+    batch_size: int = Field(
+        16, ge=1, le=1024,
+        description="Pairs per forward pass; pairs are batched by length, so smaller batches pad less.",
+    )  # fmt: skip
+    precision: Precision | Literal["int8"] = Field(
+        "auto",
+        description="int8: dynamically quantized linear layers (CPU only, about 1.5x faster); "
+        "auto: int8 on the CPU, float16/bfloat16 on a GPU.",
+    )
 
     @field_validator("model_dir", mode="before")
     @classmethod
@@ -130,7 +148,10 @@ class RerankerSettings(BaseModel):
 class CrossEncoderReranker:
     """Loads a SegmentPoolingCrossEncoder and its tokenizer from model_dir (see cross_encoder.py).
 
-    first_stage_weight: see rerank_order; None takes the value stored with the model (0 if none is).
+    A candidate's relevance is the cross-encoder's score plus bi_encoder_weight x the bi-encoder's cosine of the
+    query and the passage: the cross-encoder reads the pair jointly, the bi-encoder was trained on far more
+    paraphrase pairs, and the sum ranks the answering abstract first more often than either (see MODEL_CARD.md).
+    first_stage_weight: see rerank_order. Either weight None takes the value stored with the model (0 if none is).
     """
 
     def __init__(
@@ -138,9 +159,10 @@ class CrossEncoderReranker:
         model_dir: Path,
         device: str = "cpu",
         max_length: int = INFERENCE_MAX_LENGTH,
-        batch_size: int = 32,
+        batch_size: int = 16,
         precision: str = "auto",
         first_stage_weight: float | None = None,
+        bi_encoder_weight: float | None = None,
     ) -> None:
         if max_length < 16:
             raise ValueError(f"max_length must be at least 16 tokens, not {max_length}.")
@@ -153,27 +175,37 @@ class CrossEncoderReranker:
         self.device = device
         self.max_length = max_length
         self.batch_size = batch_size
-        self.dtype = resolve_dtype(precision, resolve_device(device), auto="fast")
+        on_cpu = resolve_device(device).type == "cpu"
+        quantized = precision == "int8" or (precision == "auto" and on_cpu)
+        if quantized and not on_cpu:
+            raise ValueError("int8 reranking is for the CPU.")
+        self.dtype = torch.float32 if quantized else resolve_dtype(precision, resolve_device(device), auto="fast")
+        self.precision = "int8" if quantized else str(self.dtype).removeprefix("torch.")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
             # Shipped in float16 to halve the repo size; compute in float32 (plus autocast) for accuracy.
             self.model = SegmentPoolingCrossEncoder.load(model_dir).to(device)
+            if quantized:
+                # int8 GEMMs (fbgemm) for the linear layers. torch.ao is deprecated in favour of torchao but
+                # present in the pinned torch; move when torch is bumped.
+                with warnings.catch_warnings():  # its deprecation notices, once per load, say nothing new
+                    warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+                    self.model = torch.ao.quantization.quantize_dynamic(
+                        self.model, {torch.nn.Linear}, dtype=torch.qint8
+                    )
         except (OSError, ValueError, KeyError, RuntimeError) as error:
             raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
         info = read_reranker_info(model_dir)
         self.name: str = info.get("name", model_dir.name)
-        if first_stage_weight is None:
-            first_stage_weight = float(info.get("first_stage_weight", 0.0))
-        if first_stage_weight < 0:
-            raise ValueError(f"first_stage_weight must not be negative, not {first_stage_weight}.")
-        self.first_stage_weight = first_stage_weight
+        self.first_stage_weight = _weight("first_stage_weight", first_stage_weight, info)
+        self.bi_encoder_weight = _weight("bi_encoder_weight", bi_encoder_weight, info)
 
     @classmethod
     def from_settings(cls, settings: RerankerSettings, device: str) -> CrossEncoderReranker:
         if settings.model_dir is None:
             raise RerankerUnavailable("No reranker is configured.")
         return cls(settings.model_dir, device, settings.max_length, settings.batch_size, settings.precision,
-                   settings.first_stage_weight)  # fmt: skip
+                   settings.first_stage_weight, settings.bi_encoder_weight)  # fmt: skip
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance score of each passage for the query (higher is more relevant)."""
@@ -188,21 +220,37 @@ class CrossEncoderReranker:
             self.dtype,
         )
 
+    def relevance(self, query: str, passages: Sequence[str], cosines: Sequence[float] | None = None) -> np.ndarray:
+        """The cross-encoder's score plus bi_encoder_weight x each passage's bi-encoder cosine to the query."""
+        scores = self.score(query, passages)
+        if self.bi_encoder_weight == 0:
+            return scores
+        if cosines is None or len(cosines) != len(passages):
+            raise ValueError("This reranker adds the bi-encoder's cosine: pass one cosine per passage.")
+        return scores + self.bi_encoder_weight * np.asarray(cosines, dtype=np.float32)
+
     def rerank(
-        self, query: str, candidates: list[RetrievedChunk], top_m: int = 30, first_stage_weight: float | None = None
+        self,
+        query: str,
+        candidates: list[RetrievedChunk],
+        top_m: int = 30,
+        first_stage_weight: float | None = None,
+        cosines: Sequence[float] | None = None,
     ) -> list[RetrievedChunk]:
-        """Score the first top_m candidates, set rerank_score (the model's) and rerank_rank (the position
+        """Score the first top_m candidates, set rerank_score (their relevance) and rerank_rank (the position
         after this stage, see rerank_order), return them best first.
 
         Candidates after top_m are dropped: the caller decides how deep the reranker looks.
         first_stage_weight: this call's weight (default: the reranker's own).
+        cosines: the bi-encoder's cosine of the query and each candidate (needed when bi_encoder_weight > 0).
         """
         if top_m < 1:
             raise ValueError(f"top_m must be at least 1, not {top_m}.")
         pool = candidates[:top_m]
         if not pool:
             return []
-        scores = self.score(query, [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool])
+        passages = [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool]
+        scores = self.relevance(query, passages, None if cosines is None else list(cosines)[:top_m])
         weight = self.first_stage_weight if first_stage_weight is None else first_stage_weight
         order = rerank_order(scores, weight)
         reranked = [pool[i] for i in order]
@@ -210,3 +258,11 @@ class CrossEncoderReranker:
             pool[i].rerank_score = float(scores[i])
             pool[i].rerank_rank = rank
         return reranked
+
+
+def _weight(name: str, value: float | None, info: dict) -> float:
+    """A weight given by the caller, else the one stored with the model, else 0."""
+    weight = float(info.get(name, 0.0)) if value is None else float(value)
+    if weight < 0:
+        raise ValueError(f"{name} must not be negative, not {weight}.")
+    return weight

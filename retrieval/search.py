@@ -50,9 +50,10 @@ class RerankState:
 
 @dataclass
 class SearchOutcome:
-    hits: list[RetrievedChunk]
+    hits: list[RetrievedChunk]  # the top_k asked for
     reranked: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
+    pool: list[RetrievedChunk] = field(default_factory=list)  # every candidate of the last stage, best first
 
 
 class SearchPipeline:
@@ -63,7 +64,6 @@ class SearchPipeline:
         self.retriever = retriever
         self.rerank = rerank
         self.rerank_top_m = rerank_top_m
-        self._row_of = {chunk.chunk_id: row for row, chunk in enumerate(index.chunks)}
 
     def run(
         self,
@@ -86,18 +86,24 @@ class SearchPipeline:
         with timer.stage("retrieve"):
             hits = self.retriever.retrieve(query, depth, filters=filters, mode=mode)
         if use_rerank and hits:
-            assert self.rerank.reranker is not None
+            reranker = self.rerank.reranker
+            assert reranker is not None
             with timer.stage("rerank"):
-                hits = self.rerank.reranker.rerank(query, hits, top_m=self.rerank_top_m)
-        return SearchOutcome(hits[:top_k], use_rerank, timer.timings_ms)
+                head = hits[: self.rerank_top_m]
+                cosines = self.dense_similarities(query, head) if reranker.bi_encoder_weight else None
+                hits = reranker.rerank(query, head, top_m=self.rerank_top_m, cosines=cosines)
+        return SearchOutcome(hits[:top_k], use_rerank, timer.timings_ms, hits)
 
     def dense_similarities(self, query: str, hits: list[RetrievedChunk]) -> list[float]:
-        """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored
-        chunk vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
-        if all(hit.dense_score is not None for hit in hits):
-            return [float(hit.dense_score) for hit in hits]  # type: ignore[arg-type]
-        rows = [self._row_of[hit.chunk.chunk_id] for hit in hits]
-        return (self.index.dense.vectors[rows] @ self.index.encode_query(query)).astype(np.float64).tolist()
+        return dense_similarities(self.index, query, hits)
+
+
+def dense_similarities(index: PublishedIndex, query: str, hits: list[RetrievedChunk]) -> list[float]:
+    """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored chunk
+    vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
+    if all(hit.dense_score is not None for hit in hits):
+        return [float(hit.dense_score) for hit in hits]  # type: ignore[arg-type]
+    return index.query_similarities(query, [hit.chunk.chunk_id for hit in hits]).astype(np.float64).tolist()
 
 
 def load_reranker(settings: RerankerSettings, device: str) -> RerankState:
@@ -105,9 +111,9 @@ def load_reranker(settings: RerankerSettings, device: str) -> RerankState:
     if settings.model_dir is None:
         return RerankState(None, "no reranker configured (its model directory is empty)")
     if not (settings.model_dir / "config.json").is_file():
-        return RerankState(None, f"no reranker model at {settings.model_dir}")
+        return RerankState(None, f"no reranker model in {settings.model_dir.name!r}")
     reranker = CrossEncoderReranker.from_settings(settings, device)
-    return RerankState(reranker, reranker.name)
+    return RerankState(reranker, f"{reranker.name} ({reranker.precision})")
 
 
 def build_search(index: PublishedIndex, retrieval: HybridSettings, rerank: RerankState, rerank_top_m: int

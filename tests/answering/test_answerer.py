@@ -1,32 +1,67 @@
-"""The answerer's decisions before generation: the reranker's answerability thresholds."""
+"""The answerer's decisions before generation (answerability, the caveat of a partial answer, passage focus) and
+the answer it assembles after."""
 
 from __future__ import annotations
 
-from answering.answerer import Question
-from answering.prompt import NOT_COVERED_ANSWER
+from answering.answerer import GenerationOutcome, Question
+from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
+OFF_TOPIC = "How long should sourdough bread bake?"
 
 
-def test_a_low_reranker_score_declines_without_a_prompt(make_services) -> None:
-    answerer = make_services(reranker=True, coverage={"min_rerank": 1e9, "answer_min_rerank": None}).answerer
+def with_thresholds(decline_below: float, answer_from: float) -> dict:
+    return {"answerability": {"decline_below": decline_below, "answer_from": answer_from}}
+
+
+def test_an_unanswerable_question_is_declined_without_a_prompt(make_services) -> None:
+    answerer = make_services().answerer
+    prepared = answerer.prepare(Question(query=OFF_TOPIC))
+    assert prepared.prompt is None and prepared.coverage == "not_covered"
+    assert any("do not appear to cover" in note for note in prepared.notes)
+    answer = answerer.finish(prepared, None)
+    assert answer.text == NOT_COVERED_ANSWER and not answer.covered and answer.confidence < 0.3
+
+
+def test_a_covered_question_is_answered_and_may_not_be_declined(make_services) -> None:
+    answerer = make_services().answerer
     prepared = answerer.prepare(Question(query=COVERED))
-    assert prepared.prompt is None and prepared.verdict is not None and not prepared.verdict.covered
-    assert any("none that answers it" in note for note in prepared.notes)
-    assert answerer.finish(prepared, None).text == NOT_COVERED_ANSWER
-    # Without reranking only the dense check runs, so the same question is answered.
-    unranked = answerer.prepare(Question(query=COVERED, rerank=False))
-    assert unranked.prompt is not None and unranked.verdict is not None and unranked.verdict.rerank_score is None
-
-
-def test_a_confident_reranker_score_bans_the_refusal(make_services) -> None:
-    answerer = make_services(reranker=True, coverage={"min_rerank": None, "answer_min_rerank": -1e9}).answerer
-    prepared = answerer.prepare(Question(query=COVERED))
-    assert prepared.verdict is not None and prepared.verdict.must_answer and prepared.prompt is not None
+    assert prepared.coverage == "covered" and prepared.preface is None and prepared.prompt is not None
     opening = answerer.prompts.refusal_opening()
     assert prepared.params.banned_openings == (opening,)
     assert answerer.prompts.tokenizer.decode(list(opening)) == "The indexed"
-    # Below the threshold the generator may still decline.
-    free_services = make_services(reranker=True, coverage={"min_rerank": None, "answer_min_rerank": 1e9})
-    free = free_services.answerer.prepare(Question(query=COVERED))
-    assert free.prompt is not None and free.params.banned_openings == ()
+
+
+def test_a_partial_answer_says_so_first(make_services) -> None:
+    answerer = make_services(**with_thresholds(0.0, 1.0)).answerer  # every question lands in between
+    prepared = answerer.prepare(Question(query=COVERED))
+    assert prepared.coverage == "partial" and prepared.prompt is not None
+    assert prepared.params.banned_openings  # it answers from the closest papers
+    generated = "Employment did not fall after the increase [1]."
+    answer = answerer.finish(prepared, GenerationOutcome(generated, 100, 12, "stop", 0.5))
+    assert answer.text == f"{PARTIAL_ANSWER_PREFACE} {generated}"
+    assert answer.coverage == "partial" and not answer.covered
+    # The caveat is the service's sentence, not a claim to support; the generated sentence is checked.
+    first, second = answer.report.sentences
+    assert not first.is_claim and second.is_claim and second.supported_by == [1]
+
+
+def test_without_the_decision_the_generator_decides(make_services) -> None:
+    answerer = make_services().answerer
+    prepared = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False))
+    assert prepared.coverage == "unchecked" and prepared.prompt is not None and prepared.params.banned_openings == ()
+    off = make_services(answerability={"check": False}).answerer.prepare(Question(query=OFF_TOPIC))
+    assert off.coverage == "unchecked" and off.verdict is None
+
+
+def test_prompt_passages_keep_their_sentences_closest_to_the_question(make_services) -> None:
+    answerer = make_services(focus={"max_sentences": 1}).answerer
+    prepared = answerer.prepare(Question(query="Did disability claims rise in regions exposed to imports?"))
+    assert prepared.prompt is not None
+    first = prepared.prompt.passages[0]
+    assert first.text == "Wages fell and disability claims rose in the most exposed regions."
+    assert "focus" in prepared.timer.timings_ms
+    whole = make_services(focus={"enabled": False}).answerer.prepare(
+        Question(query="Did disability claims rise in regions exposed to imports?")
+    )
+    assert whole.prompt is not None and whole.prompt.passages[0].text.startswith("Import competition from China")

@@ -83,3 +83,31 @@ def test_missing_or_invalid_model_dir_is_reported(tmp_path: Path, tiny_reranker_
         CrossEncoderReranker(default_model_dir())  # a plain encoder, not a reranker
     with pytest.raises(ValueError, match="precision"):
         CrossEncoderReranker(tiny_reranker_dir, precision="int4")
+
+
+def test_the_bi_encoder_term_adds_weighted_cosines(tiny_reranker_dir: Path) -> None:
+    plain = CrossEncoderReranker(tiny_reranker_dir, precision="float32")
+    mixed = CrossEncoderReranker(tiny_reranker_dir, precision="float32", bi_encoder_weight=3.0)
+    passages = [passage_text("", text) for text in TEXTS]
+    cosines = [0.1, 0.5, -0.2, 0.9, 0.0]
+    assert plain.bi_encoder_weight == 0.0
+    assert plain.relevance("wage", passages).tolist() == pytest.approx(plain.score("wage", passages).tolist())
+    expected = plain.score("wage", passages) + 3.0 * np.array(cosines)
+    assert mixed.relevance("wage", passages, cosines).tolist() == pytest.approx(expected.tolist(), abs=1e-5)
+    with pytest.raises(ValueError, match="cosine"):
+        mixed.relevance("wage", passages)  # the weight needs the cosines
+    # rerank_score is that relevance, and a dominant bi-encoder term orders by the cosines.
+    candidates = [candidate(f"d{i}", text, i + 1) for i, text in enumerate(TEXTS)]
+    dominant = CrossEncoderReranker(tiny_reranker_dir, precision="float32", bi_encoder_weight=1e4)
+    reranked = dominant.rerank("wage", candidates, top_m=5, cosines=cosines)
+    assert [hit.chunk.doc_id for hit in reranked] == ["d3", "d1", "d0", "d4", "d2"]
+
+
+def test_int8_is_the_cpu_default_and_close_to_float32(tiny_reranker_dir: Path) -> None:
+    int8 = CrossEncoderReranker(tiny_reranker_dir)
+    float32 = CrossEncoderReranker(tiny_reranker_dir, precision="float32")
+    assert (int8.precision, float32.precision) == ("int8", "float32")
+    passages = [passage_text("", text) for text in TEXTS]
+    reference = float32.score("minimum wage", passages)
+    quantized = int8.score("minimum wage", passages)
+    assert np.abs(quantized - reference).max() <= 0.1 * np.abs(reference).max()

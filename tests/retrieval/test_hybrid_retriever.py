@@ -77,4 +77,5 @@ def test_invalid_settings_and_requests_are_rejected(tiny_index: PublishedIndex) 
     with pytest.raises(ValueError, match="Unknown retrieval mode"):
         retriever.retrieve(QUERY, 3, mode="colbert")
     with pytest.raises(ValueError, match="empty"):
-        retriever.retrieve("  ", 3)
+        retriever.retrieve("", 3)
+    assert retriever.retrieve("\x1c", 3, mode="bm25") == []  # no term to match; the API refuses blank text

@@ -19,6 +19,7 @@ from indexing.manifest import IndexLoadError
 from indexing.pipeline import IngestionPipeline, IngestionSettings
 from retrieval.hybrid import HybridRetriever, HybridSettings
 from retrieval.reranker import CrossEncoderReranker, RerankerSettings
+from retrieval.search import dense_similarities
 from retrieval.types import RetrievedChunk
 from training.evaluation.beir import BeirCorpusConverter, BeirDataset, corpus_id_of
 from training.evaluation.metrics import STANDARD_METRICS, evaluate, per_query_scores
@@ -101,7 +102,7 @@ class RetrievalEvaluator:
         self.dataset = dataset
         self.index = index
         self.device = device
-        self._rerankers: dict[Path, CrossEncoderReranker] = {}
+        self._rerankers: dict[RerankerSettings, CrossEncoderReranker] = {}
         # Rerank rows share the candidates of the hybrid row with the same settings: (hits, ms) per query.
         self._retrieved: dict[tuple[HybridSettings, str], tuple[list[RetrievedChunk], float]] = {}
         self.corpus_id_by_doc = {doc_id: corpus_id_of(document) for doc_id, document in index.documents.items()}
@@ -111,7 +112,7 @@ class RetrievalEvaluator:
 
     def run(self, config: EvalConfig) -> EvalResult:
         retriever = HybridRetriever(self.index, config.hybrid_settings())
-        reranker = self._reranker(config.reranker.model_dir) if config.reranker else None
+        reranker = self._reranker(config.reranker) if config.reranker else None
         run: dict[str, list[str]] = {}
         retrieve_ms: list[float] = []
         rerank_ms: list[float] = []
@@ -122,7 +123,8 @@ class RetrievalEvaluator:
                 started = time.perf_counter()
                 top_m = config.reranker.top_m
                 # The reranked head replaces the fused head; the fused tail keeps Recall@100 comparable.
-                head = reranker.rerank(text, hits, top_m, config.reranker.first_stage_weight)
+                cosines = dense_similarities(self.index, text, hits[:top_m]) if reranker.bi_encoder_weight else None
+                head = reranker.rerank(text, hits, top_m, cosines=cosines)
                 hits = head + hits[top_m:]
                 rerank_ms.append((time.perf_counter() - started) * 1000)
             run[query_id] = self.document_ranking(hits)[: config.depth]
@@ -153,10 +155,10 @@ class RetrievalEvaluator:
             ranked.setdefault(self.corpus_id_by_doc[hit.chunk.doc_id] or "", None)
         return list(ranked)
 
-    def _reranker(self, model_dir: Path) -> CrossEncoderReranker:
-        if model_dir not in self._rerankers:
-            self._rerankers[model_dir] = CrossEncoderReranker(model_dir, device=self.device)
-        return self._rerankers[model_dir]
+    def _reranker(self, settings: RerankerSettings) -> CrossEncoderReranker:
+        if settings not in self._rerankers:
+            self._rerankers[settings] = CrossEncoderReranker.from_settings(settings, self.device)
+        return self._rerankers[settings]
 
 
 def latency_summary(values_ms: list[float]) -> dict[str, float]:

@@ -14,22 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever
-from training.corpus import REPO_ROOT, TRAINING_CORPUS
-from training.evaluation.harness import ingest_csv
+from training.corpus import REPO_ROOT, training_index
 from training.questions.checks import read_records
 
 QUESTIONS = REPO_ROOT / "training" / "data" / "questions"
 REVIEW = REPO_ROOT / "var" / "questions" / "review"
-TRAINING_INDEX = REPO_ROOT / "var" / "questions" / "econ_index"
 VERIFICATION = QUESTIONS / "unanswerable_verification.jsonl"
 RETRIEVED_PER_QUESTION = 5
-
-
-def training_index(device: str = "cpu") -> PublishedIndex:
-    """The training corpus, ingested by the real job (cached under var/)."""
-    return ingest_csv(TRAINING_CORPUS, TRAINING_INDEX, device)
 
 
 def top_documents(retriever: HybridRetriever, query: str, count: int) -> list[str]:

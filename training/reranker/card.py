@@ -34,14 +34,16 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         "  tokens) + a linear layer on the mean of all tokens, over the joint encoding. all-MiniLM-L6-v2 was",
         "  trained with mean pooling, so a [CLS] classifier starts from a near-constant score.",
         f"- Input: `query [SEP] title\\npassage`, truncated to {settings.max_length} tokens during training.",
-        "- Weights stored as float16 safetensors; the service computes in float32 with bfloat16 autocast "
-        "where the CPU supports it.",
+        "- Weights stored as float16 safetensors. On the CPU the service runs the linear layers in int8",
+        "  (dynamic quantization; precision auto); on a GPU in float16/bfloat16.",
         "",
         "## Training data (never AER rows, never SciFact test queries)",
         *[f"- {source}: {count} groups" for source, count in info["training_groups"].items()],
         "- econ-title: a non-AER economics title (econ_other_abstracts.csv) as the query for its abstract;",
         "  econ-ict: one sentence of an abstract as the query for the rest (inverse cloze);",
-        "  scifact: a SciFact train claim and a cited abstract (5 in 6 of train claims; the rest is a dev split).",
+        "  scifact: a SciFact train claim and a cited abstract (5 in 6 of train claims; the rest is a dev split);",
+        "  questions: a question written the way users ask about a non-AER economics abstract, for that",
+        "  abstract (training/data/questions/; held-out abstracts' questions validate).",
         f"- Hard negatives per group: {_mining(info['mining'])},",
         "  mined with the project's own BM25 and dense retrievers over indexes built by the real",
         "  IngestionPipeline (the economics index without titles, so a title query cannot match itself).",
@@ -62,9 +64,7 @@ def write_model_card(out_dir: Path, info: dict[str, Any], settings: TrainingSett
         "## Validation (held-out splits; rerank of the hybrid top-30 chunks)",
         *_validation_table(info["validation"]),
         "",
-        f"The service merges the model's order with the hybrid order (first-stage weight "
-        f"{info.get('first_stage_weight', 0.0):g}, see `rerank_order` in retrieval/reranker.py); the weight",
-        "was chosen on the held-out economics split and is stored in reranker.json.",
+        *_weights_note(info),
         "",
         "## SciFact test (BEIR, 300 queries)",
         EVALUATION_START,
@@ -97,6 +97,23 @@ def _averaged_note(info: dict[str, Any]) -> list[str]:
             f"  below are {second}'s last run; every run of both parents is under Reproduce."]  # fmt: skip
 
 
+def _weights_note(info: dict[str, Any]) -> list[str]:
+    first_stage = f"{info.get('first_stage_weight', 0.0):g}"
+    if "weights_calibration" not in info:
+        return [f"The service merges the model's order with the hybrid order (first-stage weight {first_stage}, see",
+                "`rerank_order` in retrieval/reranker.py); the weight was chosen on the first split above (nDCG@10)",
+                "and is stored in reranker.json."]  # fmt: skip
+    chosen = info["weights_calibration"]["chosen"]
+    return [
+        f"The service ranks by the model's score + {info['bi_encoder_weight']:g} x the bi-encoder's cosine "
+        f"(all-MiniLM-L6-v2), then merges that order with the hybrid order (first-stage weight {first_stage}; "
+        "`rerank_order` in retrieval/reranker.py). Both weights were chosen on the development questions' "
+        f"calibration half by `python -m training.reranker.calibrate` ({info['weights_calibration']['questions']} "
+        f"answerable questions: service top-1 {chosen['service_top1']:.3f}, top-1 among 10 hard candidates "
+        f"{chosen['hard_top1']:.3f}; the grid is in reranker.json).",
+    ]
+
+
 def _mining(mining: dict[str, Any]) -> str:
     return (
         f"{mining['bm25_negatives']} from BM25, {mining['dense_negatives']} from dense retrieval "
@@ -105,9 +122,11 @@ def _mining(mining: dict[str, Any]) -> str:
 
 
 def _validation_table(validation: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    lines = ["| split | ranking | nDCG@10 | MRR@10 | Recall@10 |", "| --- | --- | --- | --- | --- |"]
+    """One row per (split, ranking); a metric a split does not report (top-1 vs nDCG) shows as a dash."""
+    names = ("ndcg@10", "mrr@10", "recall@10", "top1")
+    lines = ["| split | ranking | nDCG@10 | MRR@10 | Recall@10 | top-1 |", "| --- | --- | --- | --- | --- | --- |"]
     for split, rows in validation.items():
         for label, metrics in rows.items():
-            scores = " | ".join(f"{metrics[name]:.4f}" for name in ("ndcg@10", "mrr@10", "recall@10"))
+            scores = " | ".join(f"{metrics[name]:.4f}" if name in metrics else "-" for name in names)
             lines.append(f"| {split} | {label} | {scores} |")
     return lines

@@ -23,6 +23,7 @@ from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever
 from retrieval.reranker import INFERENCE_MAX_LENGTH, read_reranker_info
 from runtime.device import resolve_device
+from training.corpus import training_index
 from training.evaluation.beir import BeirDataset, corpus_id_of
 from training.evaluation.harness import ingest_beir, ingest_csv
 from training.reranker.card import write_model_card
@@ -32,11 +33,12 @@ from training.reranker.data import (
     MiningSettings,
     SciFactTrainPairs,
     TrainingGroup,
+    WrittenQuestionPairs,
     count_by_source,
     untitled_id_map,
 )
 from training.reranker.trainer import RerankerTrainer, TrainingSettings
-from training.reranker.validation import RerankValidation, ValidationQuery
+from training.reranker.validation import HardCandidateValidation, RerankValidation, ValidationQuery
 
 log = logging.getLogger("training.reranker")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +52,9 @@ FIRST_STAGE_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.reranker", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--variant", choices=("zero-shot", "in-domain"), required=True)
+    parser.add_argument("--variant", choices=("zero-shot", "in-domain", "questions"), required=True,
+                        help="questions: continues a trained reranker on the written paraphrase questions, with "
+                             "SciFact train and economics groups mixed in")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True, help="model directory to write")
     parser.add_argument("--init", type=Path, default=None,
                         help="starting weights (default: all-MiniLM-L6-v2); in-domain: a zero-shot model")  # fmt: skip
@@ -85,8 +89,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     device = str(resolve_device(args.device))
-    if args.variant == "in-domain" and args.init is None:
-        raise SystemExit("The in-domain variant continues a zero-shot model: pass --init <zero-shot model dir>.")
+    if args.variant in ("in-domain", "questions") and args.init is None:
+        raise SystemExit(f"The {args.variant} variant continues a trained reranker: pass --init <model dir>.")
     init_info = _read_info(args.init)
     num_layers = args.layers
     if num_layers is None:  # keep --init's depth
@@ -105,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
                              "pass --steps 0 and two reranker dirs (--init and --average-with).")  # fmt: skip
         if not 0 < args.average_weight < 1:
             raise SystemExit(f"--average-weight must be between 0 and 1, not {args.average_weight}.")
-        if "in-domain" in (init_info["variant"], other_info["variant"]) and args.variant != "in-domain":
-            raise SystemExit("An average with an in-domain reranker has seen SciFact train: use --variant in-domain.")
+        seen_scifact = {init_info["variant"], other_info["variant"]} & {"in-domain", "questions"}
+        if seen_scifact and args.variant == "zero-shot":
+            raise SystemExit("An average with a reranker that has seen SciFact train cannot be zero-shot.")
     init_dir = args.init or default_model_dir()
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -135,7 +140,20 @@ def main(argv: list[str] | None = None) -> None:
         )
     ]  # fmt: skip
 
-    if args.variant == "in-domain":
+    if args.variant == "questions":
+        # Written paraphrase questions on the titled training corpus, as the service would index it; the
+        # held-out abstracts' questions validate (first: the first-stage weight is chosen on them).
+        questions = WrittenQuestionPairs(training_index(device))
+        held_out = questions.validation_questions()
+        validations.insert(0, RerankValidation(
+            "questions-heldout", [ValidationQuery(q.question_id, q.question, frozenset({q.doc_id})) for q in held_out],
+            HybridRetriever(questions.index), show_title=True,
+        ))  # fmt: skip
+        hard = HardCandidateValidation("questions-heldout-hard-candidates", questions.index,
+                                       [(q.question, q.doc_id) for q in held_out])  # fmt: skip
+        if settings.steps > 0:
+            groups += questions.training_groups(HardNegativeMiner(questions.index, mining, args.seed))
+    if args.variant in ("in-domain", "questions"):
         # SciFact train claims (a dev split held out for validation); the index is the benchmark's.
         scifact = SciFactTrainPairs(args.scifact)
         scifact_index = ingest_beir(BeirDataset.load(args.scifact), args.work_dir / "eval" / "scifact", device)
@@ -153,7 +171,14 @@ def main(argv: list[str] | None = None) -> None:
         results[validation.name] = {"hybrid (no rerank)": validation.baseline()}
         if args.init is not None and settings.steps > 0:
             results[validation.name]["initial model"] = _validate(validation, trainer)[0.0]
+    if args.variant == "questions":
+        results[hard.name] = {"bi-encoder": hard.baseline()}
+        if args.init is not None and settings.steps > 0:
+            results[hard.name]["initial model"] = _validate_hard(hard, trainer)
     trainer.train(groups)
+    if args.variant == "questions":
+        results[hard.name]["trained model"] = _validate_hard(hard, trainer)
+        log.info("%s: %s", hard.name, json.dumps(results[hard.name]))
     fused = {validation.name: _validate(validation, trainer, FIRST_STAGE_WEIGHTS) for validation in validations}
     first_split = fused[validations[0].name]
     first_stage_weight = max(FIRST_STAGE_WEIGHTS, key=lambda weight: first_split[weight]["ndcg@10"])
@@ -208,6 +233,11 @@ def _validate(
         trainer.model, trainer.tokenizer, INFERENCE_MAX_LENGTH, trainer.settings.device, trainer.dtype,
         first_stage_weights=weights,
     )  # fmt: skip
+
+
+def _validate_hard(validation: HardCandidateValidation, trainer: RerankerTrainer) -> dict[str, float]:
+    return validation.evaluate(trainer.model, trainer.tokenizer, INFERENCE_MAX_LENGTH, trainer.settings.device,
+                               trainer.dtype)  # fmt: skip
 
 
 def _read_info(model_dir: Path | None) -> dict:

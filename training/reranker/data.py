@@ -3,6 +3,7 @@
 Sources (never AER rows, never SciFact test queries):
 * economics abstracts (../shared/data/econ_other_abstracts.csv): the title as a query for its
   abstract, and an inverse-cloze query (one sentence of the abstract as the query for the rest);
+* the written paraphrase questions about those abstracts (training/data/questions), asked the way users ask;
 * SciFact train claims (qrels/train.tsv) with their cited abstracts (in-domain variant only).
 
 Hard negatives come from the project's own BM25 and dense retrievers over a PublishedIndex built by
@@ -12,7 +13,6 @@ title query cannot be answered by matching the title itself.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 from collections.abc import Iterable, Sequence
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexing.chunking import split_sentences
-from indexing.documents import Document
+from indexing.documents import Chunk, Document
 from indexing.index import PublishedIndex
-from indexing.loader import CorpusLoader
 from retrieval.reranker import passage_text
+from training.corpus import load_training_corpus
 from training.evaluation.beir import BeirDataset, corpus_id_of, write_ingestion_csv
+from training.questions.dataset import ParaphraseQuestion, load_paraphrases
+from training.splits import in_validation_split
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY = 200  # groups between progress lines while mining
@@ -60,15 +62,6 @@ class MiningSettings:
 
 # Share of economics documents (by a hash of their id) held out from reranker training, for validation.
 VALIDATION_FRACTION = 0.05
-
-
-def stable_fraction(key: str) -> float:
-    """A number in [0, 1) fixed by the key, for splits that do not depend on row order or seeds."""
-    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 16**8
-
-
-def in_validation_split(key: str, fraction: float) -> bool:
-    return stable_fraction(key) < fraction
 
 
 class HardNegativeMiner:
@@ -113,9 +106,7 @@ class EconomicsPairs:
             raise ValueError(f"validation_fraction must be between 0 and 1, not {validation_fraction}.")
         self.csv_path = csv_path
         self.validation_fraction = validation_fraction
-        self.documents: list[Document] = CorpusLoader().load(csv_path).documents
-        if any("american economic review" in document.journal.lower() for document in self.documents):
-            raise ValueError(f"{csv_path} contains AER rows; the reranker must never train on them.")
+        self.documents: list[Document] = list(load_training_corpus(csv_path).values())  # refuses AER rows
 
     def is_validation(self, document: Document) -> bool:
         return in_validation_split(document.doc_id, self.validation_fraction)
@@ -207,6 +198,42 @@ class SciFactTrainPairs:
             if len(groups) % PROGRESS_EVERY == 0:
                 log.info("mined %d SciFact groups", len(groups))
         return groups
+
+
+class WrittenQuestionPairs:
+    """The written paraphrase questions (training/data/questions): each question with the chunk of its abstract
+    that holds the answer, as the service shows it (title above text), against mined hard negatives. The
+    questions of held-out abstracts (training.questions.dataset's split) are for validation only."""
+
+    def __init__(self, index: PublishedIndex, questions_dir: Path | None = None) -> None:
+        self.index = index
+        self.questions = load_paraphrases(questions_dir) if questions_dir else load_paraphrases()
+        self.rows_of: dict[str, list[int]] = {}
+        for row, chunk in enumerate(index.chunks):
+            self.rows_of.setdefault(chunk.doc_id, []).append(row)
+        missing = [q.question_id for q in self.questions if q.doc_id not in self.rows_of]
+        if missing:
+            raise ValueError(f"{len(missing)} questions name abstracts missing from the index, e.g. {missing[0]}.")
+
+    def positive(self, question: ParaphraseQuestion) -> Chunk:
+        chunks = [self.index.chunks[row] for row in self.rows_of[question.doc_id]]
+        return question.answer_chunk(self.index.documents[question.doc_id], chunks)
+
+    def training_groups(self, miner: HardNegativeMiner) -> list[TrainingGroup]:
+        groups = []
+        for question in self.questions:
+            if question.is_validation:
+                continue
+            chunk = self.positive(question)
+            positive = passage_text(chunk.title, chunk.text)
+            negatives = miner.mine(question.question, {question.doc_id}, True)
+            groups.append(TrainingGroup(question.question, positive, negatives, "questions"))
+            if len(groups) % PROGRESS_EVERY == 0:
+                log.info("mined %d written-question groups", len(groups))
+        return groups
+
+    def validation_questions(self) -> list[ParaphraseQuestion]:
+        return [question for question in self.questions if question.is_validation]
 
 
 def count_by_source(groups: Iterable[TrainingGroup]) -> dict[str, int]:

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever
 from retrieval.reranker import passage_text, rerank_order, score_pairs
+from training.evaluation.hard_candidates import bi_encoder_scorer, candidate_set, ranks_first, rows_by_document
 from training.evaluation.metrics import evaluate
 
 VALIDATION_METRICS = ("ndcg@10", "mrr@10", "recall@10")
@@ -86,3 +88,35 @@ class RerankValidation:
 def _unique(doc_ids: list[str]) -> list[str]:
     """Document ranking from a chunk ranking: each document at the rank of its best chunk."""
     return list(dict.fromkeys(doc_ids))
+
+
+class HardCandidateValidation:
+    """Top-1 among 10 hard candidates (training/evaluation/hard_candidates.py) on held-out questions: the figure
+    the development benchmark reports, so candidates are chosen on what they are judged by."""
+
+    def __init__(self, name: str, index: PublishedIndex, questions: list[tuple[str, str]]) -> None:
+        """questions: (question, the doc_id of the abstract that answers it)."""
+        rows_of = rows_by_document(index)
+        self.name = name
+        self.index = index
+        self.sets = [candidate_set(index, query, doc_id, [doc_id], rows_of) for query, doc_id in questions]
+        self.passages = [
+            [passage_text(index.chunks[row].title, index.chunks[row].text) for row in candidates.rows]
+            for candidates in self.sets
+        ]
+
+    def baseline(self) -> dict[str, float]:
+        """The bi-encoder (the dense retriever's cosine) on the same candidates."""
+        scorer = bi_encoder_scorer(self.index)
+        return {"top1": sum(ranks_first(c, scorer(c)) for c in self.sets) / len(self.sets)}
+
+    def evaluate(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, max_length: int, device: str,
+                 dtype: torch.dtype, batch_size: int = 32) -> dict[str, float]:  # fmt: skip
+        queries = [c.query for c, passages in zip(self.sets, self.passages, strict=True) for _ in passages]
+        flat = [passage for passages in self.passages for passage in passages]
+        scores = score_pairs(model, tokenizer, queries, flat, max_length, batch_size, device, dtype)
+        hits, offset = 0, 0
+        for candidates in self.sets:
+            hits += ranks_first(candidates, scores[offset : offset + len(candidates.rows)])
+            offset += len(candidates.rows)
+        return {"top1": hits / len(self.sets)}

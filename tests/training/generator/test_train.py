@@ -55,7 +55,6 @@ def test_the_loss_covers_answer_tokens_only(smollm_tokenizer: Tokenizer) -> None
 
     tokens = torch.tensor([example.tokens])
     cache = KVCache.allocate(model.config, 1, tokens.shape[1], torch.device("cpu"), torch.float32)
-    cache.key_valid[:] = True
     with torch.no_grad():
         full = model(tokens, cache, 0, last_only=False)[0]
         expected = F.cross_entropy(full[example.answer_start - 1 : -1], tokens[0, example.answer_start :])

@@ -9,8 +9,9 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 
 from indexing.embedding import default_model_dir
 from retrieval.reranker import CrossEncoderReranker
-from training.reranker.data import TrainingGroup, in_validation_split, inverse_cloze
+from training.reranker.data import TrainingGroup, inverse_cloze
 from training.reranker.trainer import RerankerTrainer, TrainingSettings
+from training.splits import in_validation_split
 
 # A signal a random tiny encoder can pick up within a few dozen steps: every relevant passage is about
 # wages, no negative is.

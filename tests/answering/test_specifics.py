@@ -1,0 +1,27 @@
+"""Named specifics of a question, and the share the passages never mention."""
+
+from __future__ import annotations
+
+import pytest
+
+from answering.specifics import question_specifics, unmatched_specifics
+
+
+def test_specifics_are_names_acronyms_and_years_not_question_words() -> None:
+    question = "Did Seattle's $15 minimum wage cut hours worked in the 2010s, as the CBO predicted for Americans?"
+    assert question_specifics(question) == ["seattle", "2010", "cbo"]
+    assert question_specifics("How do tariffs affect prices?") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "passage", "unmatched"),
+    [
+        ("Do Ghanaian farmers copy their neighbours?", "We study farmers in Ghana.", 0.0),  # adjective form
+        ("Did Seattle's wage floor cut hours?", "Minimum wages in US cities reduce hours.", 1.0),
+        ("Why did the IETF slow down after 2000?", "Standards bodies like the IETF slowed down.", 0.5),
+        ("Is the FTC right about noncompetes?", "The FTCA of 1914 is a statute.", 1.0),  # acronyms match whole
+        ("How do tariffs affect prices?", "Anything at all.", 0.0),  # nothing named: no signal
+    ],
+)
+def test_unmatched_share(question: str, passage: str, unmatched: float) -> None:
+    assert unmatched_specifics(question, [passage]) == unmatched

@@ -1,0 +1,67 @@
+"""The automatic checks of the written training questions, and the committed questions against them."""
+
+import pytest
+
+from indexing.documents import Document
+from training.corpus import load_training_corpus
+from training.questions.checks import check_records, read_records
+from training.questions.dataset import QUESTIONS_DIR, load_paraphrases, load_unanswerables
+
+ABSTRACT = (
+    "We study how local newspapers closing affects municipal borrowing costs. "
+    "Using the staggered closure of newspapers across US counties, we find that borrowing costs rise by five basis "
+    "points after a closure. The effect is larger where government oversight is weak."
+)
+DOCUMENT = Document(doc_id="d1", doi="", title="Financing Dies in Darkness? Newspaper Closures and Public Finance",
+                    abstract=ABSTRACT, abstract_original=ABSTRACT, date="2020", year=2020)  # fmt: skip
+
+
+def paraphrase(question: str, **fields: object) -> dict:
+    return {"id": "q1", "kind": "paraphrase", "doc_id": "d1", "question": question, "style": "what",
+            "answer_sentences": [1], **fields}  # fmt: skip
+
+
+def messages(record: dict) -> list[str]:
+    return [problem.message for problem in check_records([record], {"d1": DOCUMENT})]
+
+
+def test_a_question_in_a_users_own_words_passes() -> None:
+    assert messages(paraphrase("When a town loses its local paper, does the town pay more to borrow money?")) == []
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (paraphrase("Newspapers and debt?"), "words; write 6-25"),
+        (paraphrase("Do the borrowing costs rise by five basis points for towns?"), "copies the run"),
+        (paraphrase("What does this paper say about towns that lose their local paper?"), "points at its source"),
+        (paraphrase("What do newspaper closures mean for the public finance of towns?"), "title"),
+        (paraphrase("When a town loses its local paper, does borrowing get dearer?", answer_sentences=[9]),
+         "answer_sentences"),
+        (paraphrase("When a town loses its local paper, does borrowing get dearer?", style="rhetorical"), "style"),
+        ({"id": "q1", "kind": "absent_topic", "question": "How did newspapers on Mars finance their printing presses?",
+          "key_terms": ["newspapers"]}, "occurs in the corpus"),
+        ({"id": "q1", "kind": "near_miss", "source_doc_id": "d1", "differs_by": "country", "note": "",
+          "question": "Did newspaper closures in Brazil change what its cities pay to borrow?"}, "note"),
+        ({"id": "q1", "kind": "essay", "question": "Anything at all about local newspapers and towns?"},
+         "kind must be"),
+    ],
+)  # fmt: skip
+def test_each_rule_is_enforced(record: dict, expected: str) -> None:
+    assert any(expected in message for message in messages(record)), messages(record)
+
+
+def test_duplicates_are_found() -> None:
+    record = paraphrase("When a town loses its local paper, does the town pay more to borrow money?")
+    problems = check_records([record, dict(record)], {"d1": DOCUMENT})
+    assert {"duplicate id", "the same question appears twice"} <= {problem.message for problem in problems}
+
+
+def test_the_committed_questions_pass_and_are_enough() -> None:
+    records = read_records(sorted(QUESTIONS_DIR.glob("*/batch_*.jsonl")))
+    assert check_records(records, load_training_corpus()) == []
+    paraphrases, unanswerables = load_paraphrases(), load_unanswerables()
+    assert len(paraphrases) >= 1500 and len(unanswerables) >= 300  # verified unanswerable only
+    assert {q.kind for q in unanswerables} == {"near_miss", "absent_topic"}
+    held_out = sum(q.is_validation for q in paraphrases) / len(paraphrases)
+    assert 0.05 < held_out < 0.15  # the split every training job shares

@@ -1,0 +1,158 @@
+"""Fit the answerability model (answering/answerability.py) and choose its thresholds.
+
+1. Features come from the service's own search stage (hybrid, then the reranker) over the training corpus, for
+   the written questions the reranker never trained on: the held-out split of the paraphrase questions
+   (answerable) and every verified unanswerable question.
+2. Two logistic models are fitted (class-balanced, L2): one on all features (reranked searches), one on the
+   dense and BM25 signals alone (searches without the reranker).
+3. The thresholds are chosen on the development set's calibration half, through the same search over the AER
+   index: answer_from is (just under) the highest probability that wrongly declines (outright or with the
+   hedge) at most `--max-false-decline` of the answerable questions (0.08: under the 0.10 target, with room);
+   decline_below splits the rest into hedged answers and bare refusals (the highest probability that
+   declines no calibration answerable question outright).
+
+    python -m training.answerability [--reranker models/weights/reranker] [--out models/weights/answerability.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from answering.answerability import DEFAULT_MODEL_PATH, DENSE_FEATURES, FEATURES, LogisticModel, retrieval_signals
+from answering.answerer import AnsweringSettings
+from indexing.index import PublishedIndex
+from retrieval.hybrid import HybridSettings
+from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, read_reranker_info
+from retrieval.search import SearchPipeline, build_search, load_reranker
+from training.corpus import REPO_ROOT, training_index
+from training.evaluation.dev_questions import load_dev_questions
+from training.questions.dataset import load_paraphrases, load_unanswerables
+
+log = logging.getLogger("training.answerability")
+
+
+def signals_of(search: SearchPipeline, question: str, top_k: int, rerank: bool) -> dict[str, float]:
+    outcome = search.run(question, top_k, rerank=rerank)
+    return retrieval_signals(question, outcome.hits, search.dense_similarities(question, outcome.hits), outcome.pool)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> tuple[np.ndarray, float]:
+    """Class-balanced logistic regression on standardized x by Newton's method; returns (weights, bias)."""
+    n, d = x.shape
+    sample_weight = np.where(y == 1, n / (2 * y.sum()), n / (2 * (n - y.sum())))
+    design = np.hstack([x, np.ones((n, 1))])
+    theta = np.zeros(d + 1)
+    penalty = np.diag([l2] * d + [0.0])
+    for _ in range(iterations):
+        p = 1 / (1 + np.exp(-design @ theta))
+        gradient = design.T @ (sample_weight * (p - y)) + penalty @ theta
+        hessian = (design * (sample_weight * p * (1 - p))[:, None]).T @ design + penalty
+        step = np.linalg.solve(hessian, gradient)
+        theta -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return theta[:d], float(theta[d])
+
+
+def fitted_model(rows: list[dict[str, float]], labels: np.ndarray, features: tuple[str, ...]) -> LogisticModel:
+    x = np.array([[row[name] for name in features] for row in rows])
+    means, scales = x.mean(axis=0), x.std(axis=0) + 1e-9
+    weights, bias = fit_logistic((x - means) / scales, labels)
+    return LogisticModel(features, tuple(means.tolist()), tuple(scales.tolist()), tuple(weights.tolist()), bias)
+
+
+def roc_auc(scores: list[float], labels: list[int]) -> float:
+    positives = [s for s, y in zip(scores, labels, strict=True) if y]
+    negatives = [s for s, y in zip(scores, labels, strict=True) if not y]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return round(wins / (len(positives) * len(negatives)), 4)
+
+
+def choose_thresholds(answerable: list[float], unanswerable: list[float], max_false_decline: float) -> dict:
+    """answer_from: the highest cut that declines at most max_false_decline of the answerable questions, moved
+    down to halfway between that cut and the next calibration probability below it, so that neither side's
+    nearest question sits on the threshold."""
+    candidates = sorted(set(answerable) | set(unanswerable) | {0.0})
+    allowed = [t for t in candidates if np.mean([p < t for p in answerable]) <= max_false_decline]
+    highest = max(allowed)
+    below = [t for t in candidates if t < highest]
+    answer_from = (highest + max(below)) / 2 if below else highest
+    # Below every answerable question's probability, a bare refusal; in between, the hedged answer.
+    decline_below = min(min(answerable), answer_from)
+    return {
+        "answer_from": round(float(answer_from), 4),
+        "decline_below": round(float(decline_below) * 0.999, 4),
+        "calibration_wrongly_declined": round(float(np.mean([p < answer_from for p in answerable])), 3),
+        "calibration_unanswerable_declined": round(float(np.mean([p < answer_from for p in unanswerable])), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m training.answerability", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--reranker", type=Path, default=DEFAULT_RERANKER_DIR)
+    parser.add_argument("--aer-index", type=Path, default=REPO_ROOT / "var" / "index")
+    parser.add_argument("--out", type=Path, default=DEFAULT_MODEL_PATH)
+    parser.add_argument("--max-false-decline", type=float, default=0.08,
+                        help="share of calibration-half answerable questions the threshold may decline")  # fmt: skip
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    retrieval, reranker_settings = HybridSettings(), RerankerSettings(model_dir=args.reranker)
+    top_k = AnsweringSettings().top_k
+    rerank = load_reranker(reranker_settings, "cpu")
+    if not rerank.available:
+        raise SystemExit(f"No reranker at {args.reranker}.")
+
+    # 1. The training corpus: held-out paraphrase questions (answerable) and verified unanswerable ones.
+    index = training_index()
+    search = build_search(index, retrieval, rerank, reranker_settings.top_m)
+    questions = [(q.question, 1) for q in load_paraphrases() if q.is_validation]
+    questions += [(q.question, 0) for q in load_unanswerables()]
+    log.info("features of %d training questions", len(questions))
+    labels = np.array([label for _, label in questions])
+    reranked_rows = [signals_of(search, question, top_k, True) for question, _ in questions]
+    dense_rows = [signals_of(search, question, top_k, False) for question, _ in questions]
+    reranked = fitted_model(reranked_rows, labels, FEATURES)
+    dense_only = fitted_model(dense_rows, labels, DENSE_FEATURES)
+
+    # 2. Thresholds on the development set's calibration half, searched exactly as the service searches.
+    aer = PublishedIndex.load(args.aer_index, device="cpu")
+    aer_search = build_search(aer, retrieval, rerank, reranker_settings.top_m)
+    dev = load_dev_questions(halves=("calibration",))
+    probabilities = {q.question_id: reranked.probability(signals_of(aer_search, q.question, top_k, True)) for q in dev}
+    answerable = [probabilities[q.question_id] for q in dev if q.answerable]
+    unanswerable = [probabilities[q.question_id] for q in dev if not q.answerable]
+    thresholds = choose_thresholds(answerable, unanswerable, args.max_false_decline)
+
+    info = read_reranker_info(args.reranker)
+    payload = {
+        "reranker": info.get("name", args.reranker.name),
+        "features": list(FEATURES),
+        "reranked": reranked.to_json(),
+        "dense_only": dense_only.to_json(),
+        "thresholds": {key: thresholds[key] for key in ("decline_below", "answer_from")},
+        "fitted_on": {"answerable": int(labels.sum()), "unanswerable": int(len(labels) - labels.sum()),
+                      "source": "training/data/questions (held-out paraphrases, verified unanswerables)"},
+        "training_auc": {
+            "reranked": roc_auc([reranked.probability(r) for r in reranked_rows], labels.tolist()),
+            "dense_only": roc_auc([dense_only.probability(r) for r in dense_rows], labels.tolist()),
+        },
+        "calibration_half": {
+            "auc": roc_auc(answerable + unanswerable, [1] * len(answerable) + [0] * len(unanswerable)),
+            "wrongly_declined": thresholds["calibration_wrongly_declined"],
+            "unanswerable_declined": thresholds["calibration_unanswerable_declined"],
+        },
+        "command": "python -m training.answerability " + " ".join(argv or []),
+    }  # fmt: skip
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    log.info("wrote %s: %s", args.out, json.dumps({k: payload[k] for k in ("thresholds", "training_auc",
+                                                                          "calibration_half")}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
