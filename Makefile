@@ -10,7 +10,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: setup run ingest serve test test-fast lint bench clean
+BROWSER_PACKAGES = chromium chromium-driver
+
+.PHONY: setup browser run ingest serve test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -24,6 +26,13 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The page tests drive Debian's headless Chromium (installed here when missing; apt-get needs root).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		echo "installing $(BROWSER_PACKAGES) for the browser tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null; } \
+		|| { echo "the browser tests need: sudo apt-get install $(BROWSER_PACKAGES)" >&2; exit 1; }; }
+
 ingest: setup
 	$(PY) -m indexing --corpus $(CORPUS) --out $(INDEX)
 
@@ -32,7 +41,7 @@ serve: setup
 
 run: ingest serve
 
-test: setup
+test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: setup

@@ -6,16 +6,19 @@ Every field maps to an environment variable: `AER_RAG_<NAME>` for the server's o
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from answering.answerability import AnswerabilitySettings
 from answering.answerer import AnsweringSettings
-from answering.coverage import CoverageSettings
+from answering.focus import FocusSettings
+from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import RerankerSettings
 from runtime.device import Precision
@@ -40,8 +43,7 @@ class GeneratorSettings(BaseModel):
     path: Path | None = Field(
         None, description="A .gguf file or a Hugging Face style directory; default: SmolLM2-135M-Instruct."
     )
-    # On by default, together with the coverage gate: alone the adapter declines most paraphrased AER
-    # questions; with the gate it answers them, supported and cited (ADAPTER_CARD.md).
+    # On by default: it teaches the 135M model to state a passage's finding with [n] citations (ADAPTER_CARD.md).
     adapter: Path | None = Field(
         DEFAULT_ADAPTER_DIR,
         description="LoRA adapter merged into the generator at load (empty: the base model); default: the shipped "
@@ -61,14 +63,25 @@ class GeneratorSettings(BaseModel):
 
 
 class GenerationQueueSettings(BaseModel):
-    """How many answers are generated or wait at once, and for how long."""
+    """How many answers are generated together or wait, for how long, and how the engine holds them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    workers: int = Field(1, ge=1, le=8, description="Answers generated at once.")
-    queue_size: int = Field(8, ge=0, le=1000, description="Answers waiting beyond the workers.")
+    slots: int = Field(8, ge=1, le=64, description="Answers decoded together (continuous batching).")
+    queue_size: int = Field(16, ge=0, le=1000, description="Answers waiting for a slot; beyond them, 429.")
+    slot_tokens: int = Field(2048, ge=256, le=32768, description="KV cache per slot: prompt plus answer tokens.")
+    prefill_chunk: int = Field(256, ge=16, le=4096, description="Prompt tokens per prefill step.")
     timeout_s: float = Field(120.0, gt=0, le=3600)
     retry_after_s: int = Field(5, ge=1, le=600)
+    shutdown_grace_s: float = Field(
+        5.0, ge=0, le=600,
+        description="On shutdown, answers still generating after this many seconds are stopped (their streams end "
+        "with an error event).",
+    )  # fmt: skip
+
+    def scheduler(self) -> SchedulerSettings:
+        # The engine's own line is longer than the queue: admission (app/generation.py) decides first.
+        return SchedulerSettings(self.slots, self.slot_tokens, self.prefill_chunk, self.queue_size + self.slots)
 
 
 class Settings(BaseSettings):
@@ -84,8 +97,13 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = Field(
         None, description="When set, every /v1/* call needs it (Authorization: Bearer … or X-API-Key)."
     )
-    cors_origins: list[str] = Field(default_factory=list, description="CORS is off unless origins are listed.")
+    # NoDecode: the environment's value reaches the validator below as written (pydantic-settings would otherwise
+    # insist on JSON for a list and fail on "" or "http://a,http://b").
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="CORS is off unless origins are listed: a comma list or a JSON list."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024, description="Larger bodies get a 413.")
 
     # --- index and devices -------------------------------------------------------------------
     index_dir: Path = REPO_ROOT / "var" / "index"
@@ -97,18 +115,24 @@ class Settings(BaseSettings):
     # On by default: merged with the hybrid order it beats hybrid alone on held-out economics titles
     # (see its MODEL_CARD.md). AER_RAG_RERANKER__MODEL_DIR= (empty) turns it off.
     reranker: RerankerSettings = RerankerSettings()
-    coverage: CoverageSettings = CoverageSettings()
+    answerability: AnswerabilitySettings = AnswerabilitySettings()
+    focus: FocusSettings = FocusSettings()
     answering: AnsweringSettings = AnsweringSettings()
     generator: GeneratorSettings = GeneratorSettings()
     generation: GenerationQueueSettings = GenerationQueueSettings()
 
     @field_validator("cors_origins", mode="before")
     @classmethod
-    def _split_origins(cls, value: object) -> object:
-        # Accept "a,b" from the environment as well as a JSON list.
-        if isinstance(value, str) and not value.strip().startswith("["):
-            return [origin.strip() for origin in value.split(",") if origin.strip()]
-        return value
+    def _parse_list(cls, value: object) -> object:
+        """A list setting from the environment: empty, "a,b" or a JSON list."""
+        if not isinstance(value, str):
+            return value
+        if value.strip().startswith("["):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"not a valid JSON list: {error.msg}") from None
+        return [item.strip() for item in value.split(",") if item.strip()]
 
     @model_validator(mode="after")
     def _empty_key_means_none(self) -> Settings:
@@ -121,7 +145,8 @@ class Settings(BaseSettings):
         return {
             "retrieval": self.retrieval.model_dump(mode="json"),
             "reranker": self.reranker.model_dump(mode="json", exclude={"model_dir"}),
-            "coverage": self.coverage.model_dump(mode="json"),
+            "answerability": self.answerability.model_dump(mode="json", exclude={"model_path"}),
+            "focus": self.focus.model_dump(mode="json"),
             "answering": self.answering.model_dump(mode="json"),
             "generation": self.generation.model_dump(mode="json"),
             "api_key_required": self.api_key is not None,

@@ -1,12 +1,15 @@
-"""A bounded generation queue: decoding runs off the event loop (models.AsyncTextStream), never on it.
+"""The service's side of the generation engine: admission, one answer's async stream, shutdown, metrics.
 
-Requests beyond `workers + queue_size` are refused at once (the API answers 429 with Retry-After)
-instead of piling up; a request that outlives its timeout, or whose client goes away, is cancelled.
+The engine (models.scheduler) decodes up to `slots` answers together and keeps others waiting. Admission is
+decided here first, before any retrieval: beyond `slots + queue_size` answers in flight the API answers 429 with
+Retry-After at once. An answer that outlives its timeout, or whose client goes away, is cancelled and its slot
+freed at the engine's next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -14,49 +17,76 @@ from answering.answerer import GenerationOutcome
 from app.config import GenerationQueueSettings
 from app.metrics import ServiceMetrics
 from models import Generator, SamplingParams
+from models.scheduler import EngineFullError, EngineStoppedError
 
 
 class QueueFullError(RuntimeError):
-    """Every generation slot is taken."""
+    """Every generation slot is taken, and so is every place in the line."""
 
 
 class GenerationTimeoutError(TimeoutError):
     """Generation outlived its per-request time limit."""
 
 
+class ShuttingDownError(RuntimeError):
+    """The server is shutting down: answers still generating after the grace period are stopped."""
+
+
 class GenerationQueue:
     def __init__(self, generator: Generator, settings: GenerationQueueSettings, metrics: ServiceMetrics):
         self.generator = generator
-        self.capacity = settings.workers + settings.queue_size
+        self.capacity = settings.slots + settings.queue_size
         self.timeout_s = settings.timeout_s
         self.metrics = metrics
         self._in_flight = 0  # touched only on the event loop thread, so no lock
+        metrics.track_engine(generator.scheduler)
 
     @property
     def depth(self) -> int:
         return self._in_flight
 
-    def shutdown(self) -> None:
-        """Nothing to stop: each generation's thread ends with its request."""
-
     def reserve(self) -> None:
-        """Take a slot or raise QueueFullError; call before any response bytes are sent."""
+        """Take a place or raise QueueFullError; call before any work is spent on the request."""
         if self._in_flight >= self.capacity:
             self.metrics.generation_rejected.inc()
-            raise QueueFullError(f"all {self.capacity} generation slots are busy")
+            raise QueueFullError(f"all {self.capacity} places for answers are taken")
         self._in_flight += 1
         self.metrics.queue_depth.set(self._in_flight)
+
+    def cancel_reservation(self) -> None:
+        """Give back a place that will not generate (the question was declined, or preparing it failed)."""
+        self._release()
 
     def _release(self) -> None:
         self._in_flight -= 1
         self.metrics.queue_depth.set(self._in_flight)
 
-    async def stream(self, prompt: str, params: SamplingParams, outcome: GenerationOutcome) -> AsyncIterator[str]:
-        """Yield text deltas for a reserved slot; fills `outcome` when done. Closing the iterator cancels.
+    def stop_after(self, grace_s: float) -> threading.Timer:
+        """On shutdown: answers still generating after grace_s seconds end with ShuttingDownError."""
+        error = ShuttingDownError(f"the server is shutting down; answers still generating after {grace_s:g} s "
+                                  "were stopped")  # fmt: skip
+        timer = threading.Timer(grace_s, self.generator.shutdown, args=(error,))
+        timer.daemon = True
+        timer.start()
+        return timer
 
-        The slot is released when the decoding thread has stopped, not when the consumer goes away."""
+    def shutdown(self) -> None:
+        self.generator.shutdown(ShuttingDownError("the server is shutting down"))
+
+    async def stream(self, prompt: str, params: SamplingParams, outcome: GenerationOutcome) -> AsyncIterator[str]:
+        """Yield text deltas for a reserved place; fills `outcome` when done. Closing the iterator cancels.
+
+        The place is given back when the engine is done with the request, not when the consumer goes away."""
         started = time.perf_counter()
-        deltas = self.generator.astream(prompt, params, on_finished=self._release)
+        try:
+            deltas = self.generator.astream(prompt, params, on_finished=self._release)
+        except EngineFullError as error:  # the engine's own line is full (it is sized to make this rare)
+            self._release()
+            self.metrics.generation_rejected.inc()
+            raise QueueFullError(str(error)) from None
+        except BaseException:
+            self._release()
+            raise
         deadline = started + self.timeout_s
         pieces: list[str] = []
         finished = False
@@ -72,18 +102,18 @@ class GenerationQueue:
                     raise GenerationTimeoutError(
                         f"generation took longer than {self.timeout_s:g} s and was stopped"
                     ) from error
+                except EngineStoppedError as error:
+                    raise ShuttingDownError(str(error)) from None
                 pieces.append(delta)
                 yield delta
         finally:
             # Reached on completion, error, timeout, or the client going away (GeneratorExit).
-            deltas.cancel()
-            if not deltas.started:
-                self._release()  # no thread ever ran: nothing else will release the slot
+            if not finished:
+                deltas.cancel()
+                self.metrics.generation_cancelled.inc()
             outcome.prompt_tokens = deltas.prompt_tokens
             outcome.generated_tokens = deltas.generated_tokens
             outcome.finish_reason = (deltas.finish_reason or "stop") if finished else "cancelled"
-            if not finished:
-                self.metrics.generation_cancelled.inc()
             outcome.text = "".join(pieces)
             outcome.seconds = time.perf_counter() - started
             if outcome.generated_tokens:
@@ -91,7 +121,7 @@ class GenerationQueue:
                 self.metrics.generation_tokens_per_second.observe(outcome.generated_tokens / outcome.seconds)
 
     async def generate(self, prompt: str, params: SamplingParams) -> GenerationOutcome:
-        """Run one generation to the end in a reserved slot."""
+        """Run one generation to the end in a reserved place."""
         outcome = GenerationOutcome()
         async for _ in self.stream(prompt, params, outcome):
             pass

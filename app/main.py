@@ -8,15 +8,18 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
 
 from app import __version__
+from app.api.body_guard import RequestBodyGuard
 from app.api.deps import require_api_key
 from app.api.errors import install_error_handlers
 from app.api.middleware import RequestContextMiddleware
-from app.api.routes import ask, documents, health, info, search
+from app.api.routes import ask, documents, health, info, openai, pages, search
 from app.api.routes import metrics as metrics_route
 from app.config import Settings, get_settings
 from app.metrics import ServiceMetrics
+from app.schemas import PROTECTED_RESPONSES
 from app.services import Services, load_services
 
 log = logging.getLogger(__name__)
@@ -24,6 +27,20 @@ log = logging.getLogger(__name__)
 DESCRIPTION = """Ask questions about American Economic Review research; answers come from the papers'
 abstracts, with citations checked against the passages. `/v1/search` is hybrid retrieval (BM25 + dense,
 fused, optionally reranked); `/v1/ask` answers, as JSON or streamed Server-Sent Events."""
+
+
+def open_spec(app: FastAPI) -> dict:
+    """The OpenAPI spec of a server that needs no API key: without the key's security requirements (the
+    dependency is always there, but lets every request through)."""
+    if app.openapi_schema is None:
+        spec = FastAPI.openapi(app)
+        for methods in spec.get("paths", {}).values():
+            for operation in methods.values():
+                operation.pop("security", None)
+                operation.get("responses", {}).pop("401", None)
+        spec.get("components", {}).pop("securitySchemes", None)
+        app.openapi_schema = spec
+    return app.openapi_schema
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
@@ -47,9 +64,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by app/api/routes/pages.py from local assets, not a CDN
+        redoc_url=None,
         openapi_tags=[
             {"name": "ask", "description": "Answers with citations"},
             {"name": "search", "description": "Retrieval only"},
+            {"name": "openai", "description": "OpenAI-compatible chat completions, for existing clients"},
         ],
     )
     app.state.settings = settings
@@ -57,6 +77,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.services = services
 
     install_error_handlers(app, settings.generation.retry_after_s)
+    app.add_middleware(RequestBodyGuard, max_body_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
@@ -64,9 +85,14 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         )
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
 
+    if settings.api_key is None:
+        app.openapi = lambda: open_spec(app)  # type: ignore[method-assign]
+    app.include_router(pages.router)
+    app.mount(pages.DOCS_ASSETS_URL, StaticFiles(directory=pages.docs_assets_dir()), name="docs-assets")
+    app.mount(pages.STATIC_URL, StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.include_router(health.router)
     app.include_router(metrics_route.router)
     protected = [Depends(require_api_key)]
-    for router in (search.router, ask.router, documents.router, info.router):
-        app.include_router(router, dependencies=protected)
+    for router in (search.router, ask.router, documents.router, info.router, openai.router):
+        app.include_router(router, dependencies=protected, responses=PROTECTED_RESPONSES)
     return app

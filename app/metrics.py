@@ -40,6 +40,27 @@ class ServiceMetrics:
             registry=self.registry,
         )
 
+        self.engine_running = Gauge(
+            "aer_rag_engine_running", "Answers being decoded together (continuous batching).", registry=self.registry
+        )
+        self.engine_waiting = Gauge(
+            "aer_rag_engine_waiting", "Answers waiting for a slot of the engine.", registry=self.registry
+        )
+        self.batch_occupancy = Gauge(
+            "aer_rag_engine_batch_occupancy", "Share of the engine's slots in use.", registry=self.registry
+        )
+        self.decode_steps = Gauge(
+            "aer_rag_engine_decode_steps", "Decode steps taken by the engine since it started.", registry=self.registry
+        )
+
+    def track_engine(self, scheduler: object) -> None:
+        """Read the engine's state when /metrics is scraped (scheduler: models.scheduler.Scheduler)."""
+        slots = len(scheduler.slots)  # type: ignore[attr-defined]
+        self.engine_running.set_function(lambda: scheduler.running)  # type: ignore[attr-defined]
+        self.engine_waiting.set_function(lambda: scheduler.waiting)  # type: ignore[attr-defined]
+        self.batch_occupancy.set_function(lambda: scheduler.running / slots)  # type: ignore[attr-defined]
+        self.decode_steps.set_function(lambda: scheduler.steps)  # type: ignore[attr-defined]
+
     def observe_stages(self, timings_ms: dict[str, float]) -> None:
         for stage, milliseconds in timings_ms.items():
             self.stage_latency.labels(stage).observe(milliseconds / 1000)

@@ -4,25 +4,62 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+
+# Whitespace as the spec's regular expressions (ECMA-262 \s) know it, so that what the spec allows and what the
+# server accepts are the same strings.
+SPACES = "".join(["\t\n\v\f\r \u00a0\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028\u2029\u202f\u205f\u3000\ufeff"])
+
+
+def _trimmed_text(value: str) -> str:
+    trimmed = value.strip(SPACES)
+    if not trimmed:
+        raise ValueError("The text is empty: write at least one character other than spaces.")
+    return trimmed
+
 
 Query = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=1000),
-    Field(description="The question or search text, 1–1,000 characters after trimming."),
+    StringConstraints(min_length=1, max_length=1000),
+    AfterValidator(_trimmed_text),
+    Field(description="The question or search text, 1–1,000 characters, not only spaces.",
+          json_schema_extra={"pattern": "\\S"}),
 ]
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
 
 
-class StrictModel(BaseModel):
-    """Unknown fields are an error, so a typo ("topk") is reported instead of silently ignored."""
+def _json_integer(value: object) -> object:
+    """A JSON integer: 5, or 5.0 (JSON Schema's integers include numbers with a zero fraction); never "5" or true."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("Input should be a valid integer, without a fractional part")
+        return int(value)
+    return value
 
-    model_config = ConfigDict(extra="forbid")
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+
+
+def bounded_int(ge: int, le: int) -> Any:
+    """A JsonInt in [ge, le]; the bounds come first so the OpenAPI spec states them (also when optional)."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_json_integer)]
+
+
+Year = bounded_int(1800, 2100)
+
+
+class StrictModel(BaseModel):
+    """Unknown fields are an error, so a typo ("topk") is reported instead of silently ignored; values are not
+    coerced ("top_k": "5" and "rerank": 0 are errors, not 5 and false)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Filters(StrictModel):
-    year_min: int | None = Field(None, ge=1800, le=2100, description="Earliest publication year, inclusive.")
-    year_max: int | None = Field(None, ge=1800, le=2100, description="Latest publication year, inclusive.")
+    year_min: Year | None = Field(None, description="Earliest publication year, inclusive.")
+    year_max: Year | None = Field(None, description="Latest publication year, inclusive.")
     jel_prefix: str | None = Field(
         None, pattern=r"^[A-Za-z]\d{0,2}$", description="JEL code prefix: 'D' matches D83, 'D8' matches D81.",
         examples=["D8"],
@@ -38,13 +75,14 @@ class Filters(StrictModel):
 class SearchRequest(StrictModel):
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [{"query": "minimum wage effects on employment", "top_k": 5, "mode": "hybrid"}]
         },
     )
 
     query: Query
-    top_k: int = Field(10, ge=1, le=50, description="How many chunks to return.")
+    top_k: JsonInt = Field(10, ge=1, le=50, description="How many chunks to return.")
     mode: RetrievalMode = Field("hybrid", description="hybrid = BM25 and dense fused by reciprocal rank.")
     rerank: bool | None = Field(
         None, description="Rerank with the cross-encoder. Default: when a reranker is loaded. "
@@ -54,17 +92,18 @@ class SearchRequest(StrictModel):
 
 
 class GenerationOptions(StrictModel):
-    max_new_tokens: int | None = Field(None, ge=1, le=1024, description="Default from the server settings.")
+    max_new_tokens: bounded_int(1, 1024) | None = Field(None, description="Default from the server settings.")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 decodes greedily.")
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    top_k: int = Field(0, ge=0, le=1000, description="0 turns top-k sampling off.")
+    top_k: JsonInt = Field(0, ge=0, le=1000, description="0 turns top-k sampling off.")
     repetition_penalty: float | None = Field(None, ge=1.0, le=2.0)
-    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    seed: bounded_int(0, 2**31 - 1) | None = None
 
 
 class AskRequest(StrictModel):
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [
                 {"query": "Does raising the minimum wage reduce employment?", "top_k": 5, "stream": False},
@@ -79,13 +118,14 @@ class AskRequest(StrictModel):
     )
 
     query: Query
-    top_k: int | None = Field(None, ge=1, le=20, description="Passages put into the prompt; default from the settings.")
+    top_k: bounded_int(1, 20) | None = Field(None, description="Passages in the prompt; default from the settings.")
     mode: RetrievalMode = "hybrid"
     rerank: bool | None = None
     filters: Filters | None = None
     stream: bool = Field(False, description="Server-Sent Events: passages, then token deltas, then citations.")
     coverage_check: bool | None = Field(
-        None, description="Refuse when the corpus does not cover the question. Default from the settings."
+        None, description="Decide answerability before generating (decline, or answer from the closest papers). "
+        "Default from the settings."
     )
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
 
@@ -133,7 +173,8 @@ class SearchHit(BaseModel):
 class RerankStatus(BaseModel):
     applied: bool
     available: bool
-    model: str | None
+    model: str | None = Field(description="The cross-encoder's name, when one is loaded")
+    precision: str | None = Field(description="How it runs: int8 (CPU default), float16, bfloat16 or float32")
     note: str
 
 
@@ -177,7 +218,15 @@ class AskResult(BaseModel):
     """The part of an answer known only after generation (also the final SSE event)."""
 
     answer: str
-    covered: bool = Field(description="False when the indexed abstracts do not cover the question.")
+    covered: bool = Field(description="False when the indexed abstracts do not answer the question directly.")
+    coverage: Literal["covered", "partial", "not_covered", "unchecked"] = Field(
+        description="covered: answered from the passages; partial: answered from the closest papers, which may "
+        "not address the question directly (the answer says so first); not_covered: declined; unchecked: the "
+        "decision was switched off."
+    )
+    confidence: float | None = Field(
+        description="The answerability model's probability that a retrieved passage answers the question."
+    )
     finish_reason: str
     citations: list[CitationOut]
     sentences: list[SentenceOut]
@@ -214,3 +263,21 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+# Declared on every route that takes a JSON body (app/api/body_guard.py and the validation handler send them).
+BODY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _error("The body is not valid JSON (empty, cut short, or not UTF-8)"),
+    413: _error("The body is larger than the server accepts"),
+    415: _error("The body is not sent as application/json"),
+    422: _error("The body is JSON but not a valid request; `details` names each field"),
+}
+# Declared on every /v1 route: the API key (when the server sets one) and startup.
+PROTECTED_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _error("An API key is needed, or the one sent is not valid"),
+    503: _error("The service is still loading its index and models"),
+}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from answering.answerability import AnswerabilityModel
 from answering.answerer import Answerer
 from answering.citations import SupportChecker
-from answering.coverage import CoverageGate
+from answering.focus import SentenceFocus
 from answering.prompt import PromptBuilder
-from app.config import GeneratorSettings, Settings
+from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
 from app.metrics import ServiceMetrics
 from indexing.index import PublishedIndex
@@ -36,10 +37,11 @@ class Services:
         self.queue.shutdown()
 
 
-def load_generator(settings: GeneratorSettings, device: str) -> Generator:
+def load_generator(settings: GeneratorSettings, generation: GenerationQueueSettings, device: str) -> Generator:
     if settings.adapter is not None and not settings.adapter.is_dir():
         raise FileNotFoundError(f"No generator adapter at {settings.adapter} (AER_RAG_GENERATOR__ADAPTER).")
-    return Generator.from_pretrained(settings.path, device=device, dtype=settings.dtype, adapter=settings.adapter)
+    return Generator.from_pretrained(settings.path, device=device, dtype=settings.dtype, adapter=settings.adapter,
+                                     scheduler=generation.scheduler())  # fmt: skip
 
 
 def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> Services:
@@ -49,7 +51,7 @@ def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> 
     index = PublishedIndex.load(settings.index_dir, expected_embedding_model=settings.embedding_model, device=device)
     rerank = load_reranker(settings.reranker, device)
     log.info("reranker: %s", rerank.reason)
-    generator = load_generator(settings.generator, device)
+    generator = load_generator(settings.generator, settings.generation, device)
     return build_services(settings, metrics or ServiceMetrics(), index, rerank, generator, device)
 
 
@@ -62,14 +64,16 @@ def build_services(
     device: str,
 ) -> Services:
     search = build_search(index, settings.retrieval, rerank, settings.reranker.top_m)
+    encode = index.embedder.encode
     answerer = Answerer(
         settings=settings.answering,
-        coverage_check=settings.coverage.check,
         search=search,
         prompts=PromptBuilder(generator.tokenizer, generator.max_context),
-        checker=SupportChecker(index.embedder.encode, settings.answering.support_threshold),
-        gate=CoverageGate.from_settings(settings.coverage),
+        checker=SupportChecker(encode, settings.answering.support_threshold),
+        answerability=AnswerabilityModel.from_settings(settings.answerability),
+        focus=SentenceFocus(encode, settings.focus.max_sentences) if settings.focus.enabled else None,
         model_name=generator.model_name,
+        check_by_default=settings.answerability.check,
     )
     queue = GenerationQueue(generator, settings.generation, metrics)
     return Services(settings, metrics, index, search, answerer, queue, device)

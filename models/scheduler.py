@@ -223,15 +223,16 @@ class Scheduler:
                     self._finish(request, error)
 
     def _admit(self) -> None:
+        """Under the lock: cancelled waiting requests leave at once; the others take free slots in order."""
+        for request in [r for r in self._waiting if r.cancelled.is_set()]:
+            self._waiting.remove(request)
+            request.output.finish("cancelled")
+            request.sink.on_finish(request.output.result(len(request.prompt_ids)))
         while self._waiting:
             free = [slot for slot in self.slots if not slot.busy]
             if not free:
                 return
             request = self._waiting.popleft()
-            if request.cancelled.is_set():
-                request.output.finish("cancelled")
-                request.sink.on_finish(request.output.result(len(request.prompt_ids)))
-                continue
             slot, reused = max(((s, self._shared_prefix(s, request.prompt_ids)) for s in free), key=lambda x: x[1])
             slot.busy, request.slot, request.filled = True, slot, reused
             self.reused_tokens += reused

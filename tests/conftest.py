@@ -10,18 +10,23 @@ from __future__ import annotations
 import csv
 import json
 import os
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 import torch
+import uvicorn
 from fastapi.testclient import TestClient
 from transformers import AutoTokenizer, BertConfig
 
 from app.config import Settings
 from app.main import create_app
 from app.metrics import ServiceMetrics
-from app.services import Services, build_services
+from app.services import Services, build_services, load_services
 from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
@@ -158,16 +163,76 @@ def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 ServiceFactory = Callable[..., Services]
 
 
+@pytest.fixture(scope="session")
+def dense_answerability(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An answerability model for the tiny services (the shipped one is calibrated for the shipped reranker, not
+    the random one): P = sigmoid(20 (dense_best - 0.35)), with or without reranking; declines below 0.3."""
+    model = {"features": ["dense_best"], "means": [0.35], "scales": [0.05], "weights": [1.0], "bias": 0.0}
+    path = tmp_path_factory.mktemp("answerability") / "answerability.json"
+    path.write_text(json.dumps({"reranked": model, "dense_only": model,
+                                "thresholds": {"decline_below": 0.3, "answer_from": 0.6}}))  # fmt: skip
+    return path
+
+
 @pytest.fixture
-def make_services(tiny_index: PublishedIndex, tiny_generator: Generator, tiny_reranker_dir: Path) -> ServiceFactory:
+def make_services(tiny_index: PublishedIndex, tiny_generator: Generator, tiny_reranker_dir: Path,
+                  dense_answerability: Path) -> ServiceFactory:  # fmt: skip
     def make(reranker: bool = False, **overrides: object) -> Services:
-        # The answerability thresholds are calibrated for the shipped reranker, not this random one: off unless set.
-        overrides = {"coverage": {"min_rerank": None, "answer_min_rerank": None}, **overrides}
+        answerability = {"model_path": dense_answerability, **overrides.pop("answerability", {})}  # type: ignore[dict-item]
+        overrides = {"answerability": answerability, **overrides}
         settings = Settings(reranker={"model_dir": tiny_reranker_dir if reranker else None}, **overrides)  # type: ignore[arg-type]
         rerank = load_reranker(settings.reranker, "cpu") if reranker else RerankState(None, "no reranker configured")
         return build_services(settings, ServiceMetrics(), tiny_index, rerank, tiny_generator, "cpu")
 
     return make
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+LiveServerFactory = Callable[..., tuple[str, Services]]
+
+
+@contextmanager
+def serving(services: Services) -> Iterator[str]:
+    """The app over `services` in a real uvicorn server on 127.0.0.1 (its own thread); yields the base URL."""
+    config = uvicorn.Config(create_app(services.settings, services), host="127.0.0.1", port=free_port(),
+                            log_level="warning")  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server(make_services: ServiceFactory) -> Iterator[LiveServerFactory]:
+    """make(**overrides) serves tiny services with those settings and returns (base URL, services)."""
+    with ExitStack() as stack:
+
+        def make(**overrides: object) -> tuple[str, Services]:
+            services = make_services(**overrides)
+            return stack.enter_context(serving(services)), services
+
+        yield make
+
+
+@pytest.fixture(scope="session")
+def real_live_server(real_index_dir: Path) -> Iterator[tuple[str, Services]]:
+    """The real index, the shipped reranker and the default generator, served over HTTP (slow tests)."""
+    services = load_services(Settings(index_dir=real_index_dir, device="cpu"))
+    with serving(services) as base:
+        yield base, services
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
-"""The container setup: docker-compose.yml is valid Compose and runs the README's own commands.
+"""The container setup, read as files: the compose files are valid Compose and run the README's own commands;
+the Dockerfile takes the build arguments deploy/smoke.sh needs and copies the weights once.
 
-No Docker engine runs on the CI machines, so the compose file is validated against the Compose
-specification's JSON schema (shipped inside the docker-compose 1.29.2 wheel on PyPI).
+The image itself is built and run by deploy/smoke.sh, which CI runs after the test suite (.ci/run). The compose
+files are validated here against the Compose specification's JSON schema (inside the docker-compose 1.29.2 wheel).
 """
 
 from __future__ import annotations
@@ -35,17 +36,32 @@ def compose_schema() -> dict:
         return yaml.safe_load(wheel.read("compose/config/compose_spec.json"))
 
 
+COMPOSE_FILES = ("docker-compose.yml", "docker-compose.override.yml", "deploy/docker-compose.host.yml")
+
+
 @pytest.fixture(scope="session")
 def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def test_compose_file_matches_the_compose_specification(compose: dict, compose_schema: dict) -> None:
-    jsonschema.validate(compose, compose_schema)
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_compose_files_match_the_compose_specification(name: str, compose_schema: dict) -> None:
+    jsonschema.validate(yaml.safe_load((ROOT / name).read_text()), compose_schema)
+
+
+def test_users_get_published_ports_and_the_host_network_override_gets_none(compose: dict) -> None:
+    override = yaml.safe_load((ROOT / "docker-compose.override.yml").read_text())  # read by `docker compose up`
+    assert override["services"]["api"]["ports"] == ["${AER_RAG_PORT:-8000}:8000"]
+    assert not any("ports" in service for service in compose["services"].values())
+    host = yaml.safe_load((ROOT / "deploy" / "docker-compose.host.yml").read_text())["services"]
+    assert all(service["network_mode"] == "host" and service["build"]["network"] == "host"
+               for service in host.values())  # fmt: skip
+    assert "${AER_RAG_PORT:-8000}" in host["api"]["command"]
 
 
 def test_schema_rejects_a_broken_compose_file(compose: dict, compose_schema: dict) -> None:
     broken = {**compose, "services": {**compose["services"], "api": {**compose["services"]["api"], "ports": 8000}}}
+    assert broken["services"]["api"]["ports"] == 8000
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, compose_schema)
 
@@ -82,3 +98,23 @@ def test_containers_run_the_same_commands_as_the_readme(compose: dict) -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert '"python", "-m", "app"' in dockerfile
     assert "USER aer" in dockerfile  # never run as root
+
+
+def test_the_dockerfile_builds_from_any_base_and_copies_the_weights_once() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=python:3.11-slim" in dockerfile and "FROM ${BASE_IMAGE}" in dockerfile
+    for argument in ("TORCH_INDEX_URL", "TORCH_FIND_LINKS", "EXTRA_CA_CERT"):
+        assert f"ARG {argument}" in dockerfile
+    # The project is run from its folder, not installed: a `pip install .` would copy the weights a second time.
+    assert not re.search(r"pip install[^\n]*\s\.(\s|$)", dockerfile)
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    assert ignored[ignored.index("*") :][:1] == ["*"] and "!models/" in ignored and "!tests/" not in ignored
+
+
+def test_the_smoke_script_checks_the_service_through_the_compose_files() -> None:
+    script = (ROOT / "deploy" / "smoke.sh").read_text()
+    assert "docker-compose.yml" in script and "deploy/docker-compose.host.yml" in script
+    assert "down -v" in script and "DOCKER SMOKE TEST NOT RUN" in script
+    for endpoint in ("/readyz", "/v1/search", "/v1/ask"):
+        assert endpoint in script
+    assert "deploy/smoke.sh" in (ROOT / ".ci" / "run").read_text()

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from answering.prompt import PromptTooLongError
-from app.generation import GenerationTimeoutError, QueueFullError
+from app.generation import GenerationTimeoutError, QueueFullError, ShuttingDownError
 from retrieval.search import RerankNotAvailableError
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,14 @@ class APIError(Exception):
 
 
 INTERNAL_ERROR_MESSAGE = "The server failed to handle this request; it has been logged with this request id."
+
+
+def public_message(error: BaseException) -> str:
+    """What a client may read of an error met mid-stream (after the status line): timeouts and shutdowns say
+    what happened; anything else is logged, and the client gets a pointer to the log."""
+    if isinstance(error, TimeoutError | ShuttingDownError):
+        return str(error)
+    return "generation failed; see the server log"
 
 
 def error_body(code: str, message: str, request_id: str | None, details: list[dict] | None = None) -> dict:
@@ -85,6 +93,10 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
     @app.exception_handler(GenerationTimeoutError)
     async def _timeout(request: Request, error: GenerationTimeoutError) -> JSONResponse:
         return error_response(request, 504, "generation_timeout", f"The answer took too long: {error}.")
+
+    @app.exception_handler(ShuttingDownError)
+    async def _shutting_down(request: Request, error: ShuttingDownError) -> JSONResponse:
+        return error_response(request, 503, "shutting_down", str(error), headers={"Retry-After": str(retry_after_s)})
 
     @app.exception_handler(PromptTooLongError)
     async def _too_long(request: Request, error: PromptTooLongError) -> JSONResponse:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from answering.answerer import Answer, GenerationOptions, Question
 from app.schemas import (
     AskRequest,
@@ -73,6 +75,8 @@ def answer_result(answer: Answer) -> AskResult:
     return AskResult(
         answer=answer.text,
         covered=answer.covered,
+        coverage=answer.coverage,
+        confidence=answer.confidence,
         finish_reason=answer.finish_reason,
         citations=citations,
         sentences=[
@@ -90,6 +94,15 @@ def answer_result(answer: Answer) -> AskResult:
     )
 
 
+def public_manifest(manifest: dict) -> dict:
+    """The index manifest as /v1/info shows it: the corpus by file name, no path of the server's disk."""
+    shown = {key: value for key, value in manifest.items() if key != "corpus"}
+    corpus = manifest.get("corpus", {})
+    shown["corpus"] = {"file": Path(corpus.get("path", "")).name, "sha256": corpus.get("sha256"),
+                       "bytes": corpus.get("bytes")}  # fmt: skip
+    return shown
+
+
 def rerank_status(state: RerankState, applied: bool) -> RerankStatus:
     if applied:
         note = f"reranked by {state.reason}"
@@ -97,6 +110,8 @@ def rerank_status(state: RerankState, applied: bool) -> RerankStatus:
         note = "reranking was not requested"
     else:
         note = f"reranking is off: {state.reason}"
+    reranker = state.reranker
     return RerankStatus(
-        applied=applied, available=state.available, model=state.reason if state.available else None, note=note
-    )
+        applied=applied, available=reranker is not None, model=reranker.name if reranker else None,
+        precision=reranker.precision if reranker else None, note=note,
+    )  # fmt: skip

@@ -10,8 +10,7 @@ from app.config import DEFAULT_ADAPTER_DIR, Settings, unknown_environment_variab
     ("AER_RAG_RERANKER__MODEL_DIR", "reranker", "model_dir"),
     ("AER_RAG_GENERATOR__ADAPTER", "generator", "adapter"),
     ("AER_RAG_GENERATOR__PATH", "generator", "path"),
-    ("AER_RAG_COVERAGE__MIN_RERANK", "coverage", "min_rerank"),
-    ("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "coverage", "answer_min_rerank"),
+    ("AER_RAG_ANSWERABILITY__MODEL_PATH", "answerability", "model_path"),
 ])  # fmt: skip
 def test_an_empty_value_means_none(monkeypatch: pytest.MonkeyPatch, name: str, component: str, field: str) -> None:
     monkeypatch.setenv(name, " ")
@@ -28,14 +27,14 @@ def test_component_settings_are_validated(monkeypatch: pytest.MonkeyPatch) -> No
     assert (settings.reranker.first_stage_weight, settings.retrieval.candidates) == (0.5, 40)
 
 
-def test_reranker_answerability_thresholds_must_be_ordered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AER_RAG_COVERAGE__MIN_RERANK", "6")
-    monkeypatch.setenv("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "5")
+def test_answerability_thresholds_must_be_ordered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AER_RAG_ANSWERABILITY__DECLINE_BELOW", "0.6")
+    monkeypatch.setenv("AER_RAG_ANSWERABILITY__ANSWER_FROM", "0.5")
     with pytest.raises(ValueError, match="must not be below"):
         Settings()
-    monkeypatch.setenv("AER_RAG_COVERAGE__ANSWER_MIN_RERANK", "8.5")
-    coverage = Settings().coverage
-    assert (coverage.min_rerank, coverage.answer_min_rerank) == (6.0, 8.5)
+    monkeypatch.setenv("AER_RAG_ANSWERABILITY__ANSWER_FROM", "0.85")
+    answerability = Settings().answerability
+    assert (answerability.decline_below, answerability.answer_from) == (0.6, 0.85)
 
 
 def test_the_shipped_adapter_is_the_default_only_for_the_default_generator(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,3 +56,22 @@ def test_public_settings_carry_no_secret_and_no_path() -> None:
     assert public["api_key_required"] is True
     assert "secret-key" not in str(public) and "model_dir" not in public["reranker"]
     assert public["retrieval"]["rrf_k"] == 60
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("", []),
+    ("  ", []),
+    ("http://a.example", ["http://a.example"]),
+    ("http://a.example, http://b.example", ["http://a.example", "http://b.example"]),
+    ('["http://a.example", "http://b.example"]', ["http://a.example", "http://b.example"]),
+])  # fmt: skip
+def test_list_settings_parse_from_the_environment(monkeypatch: pytest.MonkeyPatch, value: str,
+                                                  expected: list[str]) -> None:  # fmt: skip
+    monkeypatch.setenv("AER_RAG_CORS_ORIGINS", value)
+    assert Settings().cors_origins == expected
+
+
+def test_a_broken_json_list_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AER_RAG_CORS_ORIGINS", '["http://a.example",')
+    with pytest.raises(ValueError, match="not a valid JSON list"):
+        Settings()

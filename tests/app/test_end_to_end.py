@@ -41,22 +41,23 @@ def test_real_answer_is_grounded_and_cited(real_client: TestClient, sse) -> None
     passages, done = events[0][1], events[-1][1]
     assert events[-1][0] == "done", events[-1]
     assert any("minimum wage" in p["text"].lower() for p in passages["passages"])
-    assert done["covered"] and len(done["answer"].split()) >= 5
+    assert done["covered"] and done["coverage"] == "covered" and done["confidence"] > 0.5
+    assert len(done["answer"].split()) >= 5
     assert done["usage"]["generated_tokens"] > 0
-    # The default path (LoRA adapter behind the reranker gate) answers this covered question with cited,
-    # supported sentences rather than declining.
+    # The default path (answerability decision, focused passages, LoRA adapter) answers this covered question
+    # with cited, supported sentences rather than declining.
     assert not is_refusal(done["answer"]), done["answer"]
     assert done["citations"] and not done["unsupported_sentences"], done
 
 
 def test_off_topic_question_is_refused_without_generation(real_client: TestClient) -> None:
     body = real_client.post("/v1/ask", json={"query": "How long should sourdough bread bake?"}).json()
-    assert body["covered"] is False and body["usage"]["generated_tokens"] == 0
+    assert body["covered"] is False and body["coverage"] == "not_covered" and body["usage"]["generated_tokens"] == 0
 
 
 def test_info_describes_the_real_setup(real_client: TestClient) -> None:
     info = real_client.get("/v1/info").json()
     assert info["generator"]["model"].startswith("SmolLM2-135M-Instruct")
     assert info["generator"]["model"].endswith("+smollm2-grounded-lora")  # the shipped adapter, by default
-    assert info["settings"]["coverage"]["answer_min_rerank"] >= info["settings"]["coverage"]["min_rerank"]
+    assert info["settings"]["answerability"]["check"] is True and info["settings"]["focus"]["enabled"] is True
     assert info["generator"]["max_context"] >= 2048

@@ -12,7 +12,7 @@ PROMPT = "<|im_start|>user\nSay something about wages.<|im_end|>\n<|im_start|>as
 
 
 def make_queue(generator, **overrides) -> GenerationQueue:
-    settings = GenerationQueueSettings(**({"workers": 1, "queue_size": 0, "timeout_s": 30.0} | overrides))
+    settings = GenerationQueueSettings(**({"slots": 1, "queue_size": 0, "timeout_s": 30.0} | overrides))
     return GenerationQueue(generator, settings, ServiceMetrics())
 
 
@@ -58,7 +58,7 @@ def test_a_request_past_its_timeout_is_stopped(tiny_generator) -> None:
 
     async def run() -> None:
         queue.reserve()
-        await queue.generate(PROMPT, SamplingParams(max_new_tokens=4000))
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=2000))
 
     with pytest.raises(GenerationTimeoutError, match=r"longer than 0\.05 s"):
         asyncio.run(run())
@@ -66,4 +66,4 @@ def test_a_request_past_its_timeout_is_stopped(tiny_generator) -> None:
 
 def test_settings_are_validated(tiny_generator) -> None:
     with pytest.raises(ValueError):
-        make_queue(tiny_generator, workers=0)
+        make_queue(tiny_generator, slots=0)

@@ -3,47 +3,21 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-
-from app.main import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
-def server(make_services) -> Iterator[tuple[str, object]]:
-    services = make_services()
-    config = uvicorn.Config(create_app(services.settings, services), host="127.0.0.1", port=free_port(),
-                            log_level="warning")  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{config.port}", services
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def server(live_server) -> tuple[str, object]:
+    return live_server()
 
 
 def metric(base: str, name: str) -> float:
@@ -82,7 +56,8 @@ def test_client_disconnect_cancels_generation(server) -> None:
 
 
 def run_app(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", "--port", str(free_port()), *args], cwd=ROOT,
+    # These runs refuse to start before binding, so the port is never used.
+    return subprocess.run([sys.executable, "-m", "app", "--port", "8999", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 

@@ -104,3 +104,14 @@ def test_shutdown_ends_every_request_with_the_error(tiny_gguf) -> None:
         with pytest.raises(RuntimeError, match="going away"):
             list(stream)
     assert generator.generate(["hello"], SamplingParams(max_new_tokens=2))[0].generated_tokens == 2  # restarts
+
+
+def test_a_waiting_request_that_is_cancelled_leaves_at_once(tiny_gguf) -> None:
+    generator = engine(tiny_gguf, slots=1, max_waiting=4)
+    busy = generator.stream("hello", SamplingParams(max_new_tokens=200, ignore_eos=True))
+    next(busy)
+    waiting = generator.stream("a", SamplingParams(max_new_tokens=5))
+    waiting.close()  # returns when the request is done: it must not wait for the slot
+    assert waiting.finish_reason == "cancelled" and waiting.generated_tokens == 0
+    assert busy.finish_reason is None and generator.scheduler.waiting == 0
+    busy.close()

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 
 from app import __version__
 from app.api.deps import ServicesDep
-from app.api.presenters import rerank_status
+from app.api.presenters import public_manifest, rerank_status
 from app.schemas import InfoResponse
 
 router = APIRouter(prefix="/v1", tags=["info"])
@@ -19,7 +19,7 @@ def info(services: ServicesDep) -> InfoResponse:
     settings["reranker"]["first_stage_weight"] = reranker.first_stage_weight if reranker is not None else None
     return InfoResponse(
         version=__version__,
-        index=services.index.manifest,
+        index=public_manifest(services.index.manifest),
         embedding_model=services.index.embedder.model_name,
         reranker=rerank_status(services.search.rerank, applied=services.search.rerank.available),
         generator={

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 
 from app.api.deps import ServicesDep
 from app.api.presenters import rerank_status, search_filters, search_hit
-from app.schemas import ErrorResponse, SearchRequest, SearchResponse
+from app.schemas import BODY_RESPONSES, ErrorResponse, SearchRequest, SearchResponse
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -13,7 +13,7 @@ router = APIRouter(prefix="/v1", tags=["search"])
     "/search",
     summary="Hybrid search over the abstracts",
     responses={409: {"model": ErrorResponse, "description": "rerank: true but no reranker is loaded"},
-               422: {"model": ErrorResponse}},
+               **BODY_RESPONSES},
 )
 def search(body: SearchRequest, services: ServicesDep) -> SearchResponse:
     # A plain `def`: FastAPI runs it in a worker thread, so searches never wait behind generation.

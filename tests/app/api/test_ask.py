@@ -17,7 +17,7 @@ def test_ask_answers_with_numbered_passages_usage_and_timings(client: TestClient
     assert body["passages"][0]["document"]["doi"] == "10.1257/test.1"
     assert 0 < body["usage"]["generated_tokens"] <= 16 and body["usage"]["prompt_tokens"] > 100
     assert body["finish_reason"] in {"stop", "length"}
-    assert {"retrieve", "coverage", "prompt", "generate"} <= set(body["timings_ms"])
+    assert {"retrieve", "answerability", "focus", "prompt", "generate"} <= set(body["timings_ms"])
     assert isinstance(body["answer"], str)
     # Every answer sentence is checked; unsupported ones are listed.
     assert body["unsupported_sentences"] == [i for i, s in enumerate(body["sentences"]) if not s["supported"]]
@@ -71,7 +71,7 @@ def test_streamed_uncovered_question_has_no_deltas(client: TestClient, sse) -> N
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> None:
-    services = make_services(generation={"workers": 1, "queue_size": 0, "retry_after_s": 7})
+    services = make_services(generation={"slots": 1, "queue_size": 0, "retry_after_s": 7})
     client = TestClient(create_app(services.settings, services))
     services.queue.reserve()  # another answer holds the only slot
     response = client.post("/v1/ask", json={"query": COVERED, "stream": stream})
@@ -79,9 +79,15 @@ def test_full_queue_is_a_429_with_retry_after(make_services, stream: bool) -> No
     assert response.headers["retry-after"] == "7" and response.json()["error"]["code"] == "busy"
     # Searching is not queued behind generation.
     assert client.post("/v1/search", json={"query": "wages"}).status_code == 200
-    # An uncovered question needs no generation slot.
-    assert client.post("/v1/ask", json={"query": OFF_TOPIC}).status_code == 200
-    assert "aer_rag_generation_rejected_total 1.0" in client.get("/metrics").text
+    # Admission comes before retrieval: no search is spent on a request that cannot be answered now.
+    assert client.post("/v1/ask", json={"query": OFF_TOPIC}).status_code == 429
+    metrics = client.get("/metrics").text
+    assert "aer_rag_generation_rejected_total 2.0" in metrics
+    assert 'aer_rag_stage_seconds_count{stage="answerability"}' not in metrics
+    # A declined question gives its slot back at once.
+    services.queue.cancel_reservation()
+    assert client.post("/v1/ask", json={"query": OFF_TOPIC}).json()["coverage"] == "not_covered"
+    assert services.queue.depth == 0
 
 
 def test_rerank_on_and_off_in_answers(make_services) -> None:
@@ -105,3 +111,13 @@ def test_passages_that_do_not_fit_the_context_are_dropped_whole(make_services) -
     assert 0 < body["dropped_passages"] < 5
     assert any("left out of the prompt" in note for note in body["notes"])
     assert body["usage"]["prompt_tokens"] + 8 <= services.answerer.prompts.max_context
+
+
+@pytest.mark.parametrize("generation", [
+    {"temperature": 0.5, "top_p": 1e-50}, {"temperature": 1e-40}, {"temperature": 2.0, "top_k": 1000},
+])  # fmt: skip
+def test_extreme_sampling_values_still_answer(client: TestClient, sse, generation: dict) -> None:
+    request = {"query": COVERED, "generation": {"max_new_tokens": 6, "seed": 1, **generation}}
+    assert client.post("/v1/ask", json=request).status_code == 200
+    events = sse(client.post("/v1/ask", json={**request, "stream": True}).text)
+    assert events[-1][0] == "done"

@@ -90,7 +90,8 @@ def test_rerank_with_a_cross_encoder(make_services) -> None:
     assert [hit["scores"]["rerank_rank"] for hit in body["results"]] == [1, 2, 3, 4, 5]
     off = client.post("/v1/search", json={"query": "job search information", "rerank": False}).json()
     assert not off["rerank"]["applied"] and off["results"][0]["scores"]["rerank_score"] is None
-    assert client.get("/v1/info").json()["reranker"]["model"] == "tiny-cross-encoder"
+    reranker = client.get("/v1/info").json()["reranker"]
+    assert (reranker["model"], reranker["precision"]) == ("tiny-cross-encoder", "int8")
 
 
 def test_unexpected_failure_is_a_json_500_without_internals(make_services, monkeypatch) -> None:

@@ -1,0 +1,77 @@
+"""Every request body is checked once, before any route sees it: JSON only (415 otherwise), at most
+`max_body_bytes` (413), and parsable (400 for any body that is not JSON: empty, cut short, not UTF-8).
+
+Plain ASGI middleware: the body is read (bounded) and replayed to the app, so routes still parse it themselves.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.errors import error_body
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+JSON_TYPES = frozenset({"application/json"})
+
+
+class RequestBodyGuard:
+    def __init__(self, app: ASGIApp, max_body_bytes: int):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type not in JSON_TYPES:
+            shown = media_type or "none"
+            await self._refuse(scope, send, 415, "unsupported_media_type",
+                               f"Send the body as JSON (Content-Type: application/json), not {shown}.")  # fmt: skip
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._refuse_too_large(scope, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                await self._refuse_too_large(scope, send)
+                return
+            if not message.get("more_body", False):
+                break
+        try:
+            json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            await self._refuse(scope, send, 400, "malformed_json", "The request body is not valid JSON.")
+            return
+
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # after the body: wait for the client to go away, as Starlette expects
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse_too_large(self, scope: Scope, send: Send) -> None:
+        await self._refuse(scope, send, 413, "payload_too_large",
+                           f"The request body is over {self.max_body_bytes:,} bytes.")  # fmt: skip
+
+    @staticmethod
+    async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str) -> None:
+        request_id = scope.get("state", {}).get("request_id")
+        payload = json.dumps(error_body(code, message, request_id)).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
