@@ -3,7 +3,7 @@
 Both score the same tokenised queries over the same published index (default: var/index, the AER
 corpus; also try var/eval/scifact/index). Checks that the scores agree, then times each.
 
-    .venv/bin/python benchmarks/bm25_benchmark.py [--index var/index] [--repeat 20]
+    python -m benchmarks.bm25_benchmark [--index var/index] [--repeat 20]
 
 Prints a table and writes benchmarks/results/bm25.json.
 """
@@ -22,6 +22,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from benchmarks.common import REPO_ROOT as REPO
+from benchmarks.common import relative
 from indexing.bm25 import Bm25Index
 
 RESULTS = REPO / "benchmarks" / "results" / "bm25.json"
@@ -74,7 +75,7 @@ def main() -> None:
     for name, row in rows.items():
         print(f"| {name} | {row['mean_ms']} | {row['p50_ms']} | {row['p95_ms']} |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"index": str(args.index), "rows": len(index), "queries": len(QUERIES), "repeat": args.repeat,
+    payload = {"index": relative(args.index), "rows": len(index), "queries": len(QUERIES), "repeat": args.repeat,
                "platform": platform.platform(), "scores_agree": True, "results": rows}  # fmt: skip
     RESULTS.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {RESULTS.relative_to(REPO)}")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import REPO_ROOT
+from benchmarks.common import REPO_ROOT, relative
 from indexing.embedding import file_sha256
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, read_reranker_info
@@ -26,11 +26,7 @@ from training.evaluation.beir import BeirDataset
 from training.evaluation.harness import EvalConfig, EvalResult, RetrievalEvaluator, ingest_beir
 from training.reranker.card import CARD_FILE, replace_evaluation
 
-DEFAULT_RERANKERS = (
-    f"zero-shot={REPO_ROOT / 'var' / 'reranker' / 'zero-shot-v4'}",
-    f"in-domain={REPO_ROOT / 'var' / 'reranker' / 'soup-v7c-v7b'}",
-    f"in-domain, previously shipped={REPO_ROOT / 'var' / 'reranker' / 'in-domain-v6b'}",
-)
+DEFAULT_RERANKERS: tuple[str, ...] = ()  # the shipped model is always a row; --reranker adds others
 
 
 def parse_args() -> argparse.Namespace:
@@ -135,7 +131,7 @@ def main() -> None:
         "table_markdown": table,
     }
     out_path.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {out_path}")
+    print(f"wrote {relative(out_path)}")
     if args.update_model_card:
         reproduce = "Reproduce: `.venv/bin/python -m benchmarks.retrieval_eval --update-model-card`"
         replace_evaluation(DEFAULT_RERANKER_DIR / CARD_FILE, f"{table}\n\n{reproduce}")

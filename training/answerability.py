@@ -8,8 +8,9 @@
 3. The thresholds are chosen on the development set's calibration half, through the same search over the AER
    index: answer_from is (just under) the highest probability that wrongly declines (outright or with the
    hedge) at most `--max-false-decline` of the answerable questions (0.08: under the 0.10 target, with room);
-   decline_below splits the rest into hedged answers and bare refusals (the highest probability that
-   declines no calibration answerable question outright).
+   decline_below splits the rest into hedged answers and bare refusals, by the same rule with
+   `--max-outright-decline` (0.05): clearly unrelated questions get a plain refusal, not a hedged answer.
+   `--thresholds-only` keeps the fitted models of the existing file and chooses the thresholds again.
 
     python -m training.answerability [--reranker models/weights/reranker] [--out models/weights/answerability.json]
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -73,23 +75,50 @@ def roc_auc(scores: list[float], labels: list[int]) -> float:
     return round(wins / (len(positives) * len(negatives)), 4)
 
 
-def choose_thresholds(answerable: list[float], unanswerable: list[float], max_false_decline: float) -> dict:
-    """answer_from: the highest cut that declines at most max_false_decline of the answerable questions, moved
-    down to halfway between that cut and the next calibration probability below it, so that neither side's
-    nearest question sits on the threshold."""
-    candidates = sorted(set(answerable) | set(unanswerable) | {0.0})
-    allowed = [t for t in candidates if np.mean([p < t for p in answerable]) <= max_false_decline]
+def _cut_below(answerable: list[float], candidates: list[float], share: float) -> float:
+    """The highest cut that puts at most `share` of the answerable probabilities below it, moved down to halfway
+    between that cut and the next candidate below it, so that neither side's nearest question sits on it."""
+    allowed = [t for t in candidates if np.mean([p < t for p in answerable]) <= share]
     highest = max(allowed)
     below = [t for t in candidates if t < highest]
-    answer_from = (highest + max(below)) / 2 if below else highest
-    # Below every answerable question's probability, a bare refusal; in between, the hedged answer.
-    decline_below = min(min(answerable), answer_from)
+    return (highest + max(below)) / 2 if below else highest
+
+
+def choose_thresholds(answerable: list[float], unanswerable: list[float], max_false_decline: float,
+                      max_outright_decline: float) -> dict:  # fmt: skip
+    """answer_from: answerable questions below it are declined (outright or with the hedge), at most
+    max_false_decline of them; decline_below: a bare refusal below it, for at most max_outright_decline."""
+    candidates = sorted(set(answerable) | set(unanswerable) | {0.0})
+    answer_from = _cut_below(answerable, candidates, max_false_decline)
+    decline_below = min(_cut_below(answerable, candidates, max_outright_decline), answer_from)
     return {
         "answer_from": round(float(answer_from), 4),
-        "decline_below": round(float(decline_below) * 0.999, 4),
+        "decline_below": round(float(decline_below), 4),
         "calibration_wrongly_declined": round(float(np.mean([p < answer_from for p in answerable])), 3),
+        "calibration_declined_outright": round(float(np.mean([p < decline_below for p in answerable])), 3),
         "calibration_unanswerable_declined": round(float(np.mean([p < answer_from for p in unanswerable])), 3),
     }
+
+
+def fit_models(search: SearchPipeline, top_k: int) -> tuple[LogisticModel, LogisticModel, dict]:
+    """Both models, fitted on the training corpus's held-out paraphrases and verified unanswerables."""
+    questions = [(q.question, 1) for q in load_paraphrases() if q.is_validation]
+    questions += [(q.question, 0) for q in load_unanswerables()]
+    log.info("features of %d training questions", len(questions))
+    labels = np.array([label for _, label in questions])
+    reranked_rows = [signals_of(search, question, top_k, True) for question, _ in questions]
+    dense_rows = [signals_of(search, question, top_k, False) for question, _ in questions]
+    reranked = fitted_model(reranked_rows, labels, FEATURES)
+    dense_only = fitted_model(dense_rows, labels, DENSE_FEATURES)
+    record = {
+        "fitted_on": {"answerable": int(labels.sum()), "unanswerable": int(len(labels) - labels.sum()),
+                      "source": "training/data/questions (held-out paraphrases, verified unanswerables)"},
+        "training_auc": {
+            "reranked": roc_auc([reranked.probability(r) for r in reranked_rows], labels.tolist()),
+            "dense_only": roc_auc([dense_only.probability(r) for r in dense_rows], labels.tolist()),
+        },
+    }  # fmt: skip
+    return reranked, dense_only, record
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -100,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_MODEL_PATH)
     parser.add_argument("--max-false-decline", type=float, default=0.08,
                         help="share of calibration-half answerable questions the threshold may decline")  # fmt: skip
+    parser.add_argument("--max-outright-decline", type=float, default=0.05,
+                        help="share of them that may get a bare refusal rather than the hedged answer")  # fmt: skip
+    parser.add_argument("--thresholds-only", action="store_true", help="keep the models in --out, re-choose cuts")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     retrieval, reranker_settings = HybridSettings(), RerankerSettings(model_dir=args.reranker)
@@ -108,17 +140,17 @@ def main(argv: list[str] | None = None) -> None:
     if not rerank.available:
         raise SystemExit(f"No reranker at {args.reranker}.")
 
-    # 1. The training corpus: held-out paraphrase questions (answerable) and verified unanswerable ones.
-    index = training_index()
-    search = build_search(index, retrieval, rerank, reranker_settings.top_m)
-    questions = [(q.question, 1) for q in load_paraphrases() if q.is_validation]
-    questions += [(q.question, 0) for q in load_unanswerables()]
-    log.info("features of %d training questions", len(questions))
-    labels = np.array([label for _, label in questions])
-    reranked_rows = [signals_of(search, question, top_k, True) for question, _ in questions]
-    dense_rows = [signals_of(search, question, top_k, False) for question, _ in questions]
-    reranked = fitted_model(reranked_rows, labels, FEATURES)
-    dense_only = fitted_model(dense_rows, labels, DENSE_FEATURES)
+    # 1. The models, fitted on the training corpus (or kept from the existing file).
+    if args.thresholds_only:
+        payload = json.loads(args.out.read_text())
+        reranked = LogisticModel.from_json(payload["reranked"])
+        dense_only = LogisticModel.from_json(payload["dense_only"])
+    else:
+        search = build_search(training_index(), retrieval, rerank, reranker_settings.top_m)
+        reranked, dense_only, record = fit_models(search, top_k)
+        info = read_reranker_info(args.reranker)
+        payload = {"reranker": info.get("name", args.reranker.name), "features": list(FEATURES),
+                   "reranked": reranked.to_json(), "dense_only": dense_only.to_json(), **record}  # fmt: skip
 
     # 2. Thresholds on the development set's calibration half, searched exactly as the service searches.
     aer = PublishedIndex.load(args.aer_index, device="cpu")
@@ -127,28 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     probabilities = {q.question_id: reranked.probability(signals_of(aer_search, q.question, top_k, True)) for q in dev}
     answerable = [probabilities[q.question_id] for q in dev if q.answerable]
     unanswerable = [probabilities[q.question_id] for q in dev if not q.answerable]
-    thresholds = choose_thresholds(answerable, unanswerable, args.max_false_decline)
-
-    info = read_reranker_info(args.reranker)
-    payload = {
-        "reranker": info.get("name", args.reranker.name),
-        "features": list(FEATURES),
-        "reranked": reranked.to_json(),
-        "dense_only": dense_only.to_json(),
-        "thresholds": {key: thresholds[key] for key in ("decline_below", "answer_from")},
-        "fitted_on": {"answerable": int(labels.sum()), "unanswerable": int(len(labels) - labels.sum()),
-                      "source": "training/data/questions (held-out paraphrases, verified unanswerables)"},
-        "training_auc": {
-            "reranked": roc_auc([reranked.probability(r) for r in reranked_rows], labels.tolist()),
-            "dense_only": roc_auc([dense_only.probability(r) for r in dense_rows], labels.tolist()),
-        },
-        "calibration_half": {
-            "auc": roc_auc(answerable + unanswerable, [1] * len(answerable) + [0] * len(unanswerable)),
-            "wrongly_declined": thresholds["calibration_wrongly_declined"],
-            "unanswerable_declined": thresholds["calibration_unanswerable_declined"],
-        },
-        "command": "python -m training.answerability " + " ".join(argv or []),
-    }  # fmt: skip
+    thresholds = choose_thresholds(answerable, unanswerable, args.max_false_decline, args.max_outright_decline)
+    payload["thresholds"] = {key: thresholds[key] for key in ("decline_below", "answer_from")}
+    payload["calibration_half"] = {
+        "auc": roc_auc(answerable + unanswerable, [1] * len(answerable) + [0] * len(unanswerable)),
+        **{key.removeprefix("calibration_"): value for key, value in thresholds.items() if key.startswith("calib")},
+    }
+    command = " ".join(["python -m training.answerability", *(sys.argv[1:] if argv is None else argv)])
+    payload["thresholds_command" if args.thresholds_only else "command"] = command
     args.out.write_text(json.dumps(payload, indent=2) + "\n")
     log.info("wrote %s: %s", args.out, json.dumps({k: payload[k] for k in ("thresholds", "training_auc",
                                                                           "calibration_half")}))  # fmt: skip

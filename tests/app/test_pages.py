@@ -94,6 +94,8 @@ def test_no_page_loads_anything_from_another_host(real_live_server) -> None:
         assert "default-src 'self'" in response.headers["content-security-policy"], path
         for attribute in ('src="http', "src='http", 'href="http', "href='http", "@import"):
             assert attribute not in response.text, (path, attribute)
+    # ReDoc's script as served carries no address of Redocly's CDN (its sidebar logo).
+    assert b"cdn.redoc.ly" not in httpx.get(f"{base}/static/docs/redoc.standalone.js").content
 
 
 def ask(driver, base: str, question: str, jel: str = "") -> None:

@@ -7,16 +7,20 @@ there with their licences), so the pages work with no internet: nothing is fetch
 from __future__ import annotations
 
 import importlib.util
+from functools import lru_cache
 from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 STATIC_URL = "/static"
 DOCS_ASSETS_URL = f"{STATIC_URL}/docs"
 TITLE = "aer-rag"
+# ReDoc's sidebar shows Redocly's logo from its CDN; that address is blanked in the copy served here (the image
+# then removes itself), so the page asks no other host for anything.
+_REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
 # The browser may load nothing from another host. The question page has no inline code at all; Swagger UI and
 # ReDoc start from an inline script, and ReDoc runs a worker from a blob.
 _PAGE_POLICY = ("default-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
@@ -65,6 +69,16 @@ def swagger_ui(request: Request) -> HTMLResponse:
 @router.get("/docs/oauth2-redirect")
 def swagger_ui_redirect() -> HTMLResponse:
     return _with_policy(get_swagger_ui_oauth2_redirect_html())
+
+
+@lru_cache(maxsize=1)
+def _redoc_script() -> bytes:
+    return (docs_assets_dir() / "redoc.standalone.js").read_bytes().replace(_REDOC_CDN_LOGO, b"data:,")
+
+
+@router.get(f"{DOCS_ASSETS_URL}/redoc.standalone.js")
+def redoc_script() -> Response:
+    return Response(_redoc_script(), media_type="text/javascript", headers={"Cache-Control": "public, max-age=3600"})
 
 
 @router.get("/redoc")

@@ -40,20 +40,24 @@ def valid_data_is_accepted(ctx, response, case) -> None:
 
 def fuzz(operation, headers: dict[str, str], examples: int) -> None:
     for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-        checks = {"excluded_checks": [positive_data_acceptance]}
-        if mode is GenerationMode.POSITIVE:
-            checks["additional_checks"] = [valid_data_is_accepted]
-
-        @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-        def check(case, checks: dict = checks) -> None:
-            case.call_and_validate(headers=headers, **checks)
-
         try:
-            check()
+            fuzz_mode(operation, mode, headers, examples)
         except Unsatisfiable:
             # Some operations admit no invalid request at all (no body, and no parameter or only a free string).
             assert mode is GenerationMode.NEGATIVE and not operation.body
+
+
+def fuzz_mode(operation, mode: GenerationMode, headers: dict[str, str], examples: int) -> None:
+    checks = {"excluded_checks": [positive_data_acceptance]}
+    if mode is GenerationMode.POSITIVE:
+        checks["additional_checks"] = [valid_data_is_accepted]
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    def check(case) -> None:
+        case.call_and_validate(headers=headers, **checks)
+
+    check()
 
 
 def operations(schema, ask: bool) -> list:
