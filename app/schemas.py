@@ -106,7 +106,7 @@ class AskRequest(StrictModel):
         strict=True,
         json_schema_extra={
             "examples": [
-                {"query": "Does raising the minimum wage reduce employment?", "top_k": 5, "stream": False},
+                {"query": "Does raising the minimum wage reduce employment?", "stream": False},
                 {
                     "query": "How do banks respond to monetary policy?",
                     "filters": {"year_min": 2010, "jel_prefix": "E5"},
@@ -118,7 +118,10 @@ class AskRequest(StrictModel):
     )
 
     query: Query
-    top_k: bounded_int(1, 20) | None = Field(None, description="Passages in the prompt; default from the settings.")
+    top_k: bounded_int(1, 20) | None = Field(
+        None, description="Passages in the prompt; default from the settings (1: the reranker's best, which the "
+        "small generator cites most reliably)."
+    )
     mode: RetrievalMode = "hybrid"
     rerank: bool | None = None
     filters: Filters | None = None

@@ -65,3 +65,13 @@ def test_prompt_passages_keep_their_sentences_closest_to_the_question(make_servi
         Question(query="Did disability claims rise in regions exposed to imports?")
     )
     assert whole.prompt is not None and whole.prompt.passages[0].text.startswith("Import competition from China")
+
+
+def test_the_decision_weighs_the_same_passages_whatever_the_prompt_holds(make_services) -> None:
+    answerer = make_services().answerer
+    three = answerer.prepare(Question(query=COVERED, top_k=3))
+    one = answerer.prepare(Question(query=COVERED, top_k=1))
+    assert one.prompt is not None and len(one.prompt.passages) == len(one.hits) == 1
+    assert one.hits[0].chunk.chunk_id == three.hits[0].chunk.chunk_id
+    assert one.verdict is not None and three.verdict is not None
+    assert one.verdict.features == three.verdict.features  # the top 3 passages' signals, both times

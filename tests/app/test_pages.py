@@ -61,6 +61,7 @@ def screenshot(driver, name: str) -> None:
     directory = os.environ.get("AER_RAG_SCREENSHOT_DIR")
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
+        driver.execute_script("window.scrollTo(0, 0)")  # the question and the answer, not where a link led
         driver.save_screenshot(str(Path(directory) / name))
 
 

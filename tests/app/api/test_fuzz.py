@@ -33,7 +33,8 @@ def valid_data_is_accepted(ctx, response, case) -> None:
     years = (body.get("filters") or {}) if isinstance(body.get("filters"), dict) else {}
     low, high = years.get("year_min"), years.get("year_max")
     if low is not None and high is not None and low > high:
-        assert response.status_code == 422 and "year_min" in response.text and "year_max" in response.text
+        if response.status_code != 401:  # a request without the right key is refused before its body is read
+            assert response.status_code == 422 and "year_min" in response.text and "year_max" in response.text
         return
     positive_data_acceptance(ctx, response, case)
 
