@@ -38,8 +38,9 @@ from training.questions.dataset import load_paraphrases, load_unanswerables
 log = logging.getLogger("training.answerability")
 
 
-def signals_of(search: SearchPipeline, question: str, top_k: int, rerank: bool) -> dict[str, float]:
-    outcome = search.run(question, top_k, rerank=rerank)
+def signals_of(search: SearchPipeline, question: str, evidence_k: int, rerank: bool) -> dict[str, float]:
+    """The decision's features as the service computes them: over the top evidence_k passages."""
+    outcome = search.run(question, evidence_k, rerank=rerank)
     return retrieval_signals(question, outcome.hits, search.dense_similarities(question, outcome.hits), outcome.pool)
 
 
@@ -100,14 +101,14 @@ def choose_thresholds(answerable: list[float], unanswerable: list[float], max_fa
     }
 
 
-def fit_models(search: SearchPipeline, top_k: int) -> tuple[LogisticModel, LogisticModel, dict]:
+def fit_models(search: SearchPipeline, evidence_k: int) -> tuple[LogisticModel, LogisticModel, dict]:
     """Both models, fitted on the training corpus's held-out paraphrases and verified unanswerables."""
     questions = [(q.question, 1) for q in load_paraphrases() if q.is_validation]
     questions += [(q.question, 0) for q in load_unanswerables()]
     log.info("features of %d training questions", len(questions))
     labels = np.array([label for _, label in questions])
-    reranked_rows = [signals_of(search, question, top_k, True) for question, _ in questions]
-    dense_rows = [signals_of(search, question, top_k, False) for question, _ in questions]
+    reranked_rows = [signals_of(search, question, evidence_k, True) for question, _ in questions]
+    dense_rows = [signals_of(search, question, evidence_k, False) for question, _ in questions]
     reranked = fitted_model(reranked_rows, labels, FEATURES)
     dense_only = fitted_model(dense_rows, labels, DENSE_FEATURES)
     record = {
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     retrieval, reranker_settings = HybridSettings(), RerankerSettings(model_dir=args.reranker)
-    top_k = AnsweringSettings().top_k
+    # The passages the service's decision weighs (not the prompt's, which may be fewer).
+    evidence_k = AnsweringSettings().evidence_k
     rerank = load_reranker(reranker_settings, "cpu")
     if not rerank.available:
         raise SystemExit(f"No reranker at {args.reranker}.")
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         dense_only = LogisticModel.from_json(payload["dense_only"])
     else:
         search = build_search(training_index(), retrieval, rerank, reranker_settings.top_m)
-        reranked, dense_only, record = fit_models(search, top_k)
+        reranked, dense_only, record = fit_models(search, evidence_k)
         info = read_reranker_info(args.reranker)
         payload = {"reranker": info.get("name", args.reranker.name), "features": list(FEATURES),
                    "reranked": reranked.to_json(), "dense_only": dense_only.to_json(), **record}  # fmt: skip
@@ -156,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     aer = PublishedIndex.load(args.aer_index, device="cpu")
     aer_search = build_search(aer, retrieval, rerank, reranker_settings.top_m)
     dev = load_dev_questions(halves=("calibration",))
-    probabilities = {q.question_id: reranked.probability(signals_of(aer_search, q.question, top_k, True)) for q in dev}
+    probabilities = {q.question_id: reranked.probability(signals_of(aer_search, q.question, evidence_k, True))
+                     for q in dev}  # fmt: skip
     answerable = [probabilities[q.question_id] for q in dev if q.answerable]
     unanswerable = [probabilities[q.question_id] for q in dev if not q.answerable]
     thresholds = choose_thresholds(answerable, unanswerable, args.max_false_decline, args.max_outright_decline)
