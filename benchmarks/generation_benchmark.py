@@ -20,6 +20,7 @@ import argparse
 import csv
 import os
 import platform
+import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -35,6 +36,7 @@ from models.quantize import quantize_int8
 from models.scheduler import SchedulerSettings
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
+from runtime.memory import retain_freed_memory
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -68,14 +70,15 @@ class BenchmarkSettings:
     random_weights: bool = False
     skip_baseline: bool = False
     skip_int8: bool = False  # CPU only: also time our engine with weight-only int8 (models/quantize.py)
+    ttft_rounds: int = 3  # cold time-to-first-token rounds, ours and transformers' alternately (medians)
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, got {self.device!r}.")
         if min(self.new_tokens, self.baseline_new_tokens, self.batch_new_tokens, self.baseline_batch_new_tokens) < 2:
             raise ValueError("every new-token count must be at least 2 (one to time the first token).")
-        if self.prompt_tokens < 100 or self.batch < 1:
-            raise ValueError("prompt_tokens must be >= 100 and batch >= 1.")
+        if self.prompt_tokens < 100 or self.batch < 1 or self.ttft_rounds < 1:
+            raise ValueError("prompt_tokens must be >= 100, batch and ttft_rounds >= 1.")
 
 
 def rag_prompt(tokenizer: Tokenizer, target_tokens: int, question: str, offset: int = 0) -> str:
@@ -263,20 +266,37 @@ def run(settings: BenchmarkSettings) -> dict:
     short = short_prompts(tokenizer, settings.batch)
     rows: dict[str, dict[str, float]] = {}
 
+    hf = None if settings.skip_baseline else reference_model(config, tensors, device, dtype)
+    encode = tokenizer.encode
+
     # ours -------------------------------------------------------------------------------------------
     time_ours_stream(generator, short[0], 4)  # warm-up (allocations, CUDA graph capture)
     _, ours_decode = time_ours_stream(generator, short[1], settings.new_tokens)
     time_ours_first_token(generator, other_long_prompt)  # warm-up at this length
-    generator.scheduler.forget_prefixes()
-    ours_ttft_cold, ours_ttft_cpu = time_ours_first_token(generator, long_prompt)
-    time_ours_first_token(generator, other_long_prompt)  # leaves the shared system-message prefix cached
-    ours_ttft_prefix, _ = time_ours_first_token(generator, long_prompt)
+    time_ours_first_token(generator, long_prompt)  # leaves the shared system-message prefix cached
+    ours_ttft_prefix, _ = time_ours_first_token(generator, other_long_prompt)
     time_ours_batch(generator, short, 2)  # warm-up at this batch size
     ours_batch = time_ours_batch(generator, short, settings.batch_new_tokens)
     ours_streams = time_ours_concurrent(generator, short[: settings.streams], settings.new_tokens)
+
+    # Time to first token, cold (no cached prefix), ours and transformers' in turn: these machines' speed drifts
+    # by up to 10% within minutes, so alternating rounds and taking medians keeps the comparison fair.
+    if hf is not None:
+        time_reference(hf, [encode(other_long_prompt)], 2, device)  # warm-up at this length
+    ttft: dict[str, list[float]] = {"ours": [], "ours_cpu": [], "transformers": [], "transformers_cpu": []}
+    for _ in range(settings.ttft_rounds):
+        generator.scheduler.forget_prefixes()
+        wall, cpu = time_ours_first_token(generator, long_prompt)
+        ttft["ours"].append(wall)
+        ttft["ours_cpu"].append(cpu)
+        if hf is not None:
+            wall, _, cpu = time_reference(hf, [encode(long_prompt)], 2, device)
+            ttft["transformers"].append(wall)
+            ttft["transformers_cpu"].append(cpu)  # (includes one decode step)
+    ours_ttft_cold = statistics.median(ttft["ours"])
     rows["decode_tokens_per_s_batch1"] = {"ours": ours_decode}
     rows["ttft_s_rag_prompt"] = {"ours": ours_ttft_cold}
-    rows["ttft_cpu_seconds_rag_prompt"] = {"ours": ours_ttft_cpu}
+    rows["ttft_cpu_seconds_rag_prompt"] = {"ours": statistics.median(ttft["ours_cpu"])}
     rows["ttft_s_rag_prompt_system_prefix_cached"] = {"ours": ours_ttft_prefix}
     rows[f"throughput_tokens_per_s_batch{settings.batch}"] = {"ours": ours_batch}
     rows[f"decode_tokens_per_s_{settings.streams}_concurrent_streams"] = {"ours": ours_streams}
@@ -294,16 +314,13 @@ def run(settings: BenchmarkSettings) -> dict:
         del int8
 
     # transformers -----------------------------------------------------------------------------------
-    if not settings.skip_baseline:
-        hf = reference_model(config, tensors, device, dtype)
-        encode = tokenizer.encode
+    if hf is not None:
         time_reference(hf, [encode(short[0])], 2, device)  # warm-up
         _, hf_decode, _ = time_reference(hf, [encode(short[1])], settings.baseline_new_tokens, device)
-        hf_ttft, _, hf_ttft_cpu = time_reference(hf, [encode(long_prompt)], 2, device)
         _, hf_batch, _ = time_reference(hf, [encode(p) for p in short], settings.baseline_batch_new_tokens, device)
         rows["decode_tokens_per_s_batch1"]["transformers"] = hf_decode
-        rows["ttft_s_rag_prompt"]["transformers"] = hf_ttft
-        rows["ttft_cpu_seconds_rag_prompt"]["transformers"] = hf_ttft_cpu  # (includes one decode step)
+        rows["ttft_s_rag_prompt"]["transformers"] = statistics.median(ttft["transformers"])
+        rows["ttft_cpu_seconds_rag_prompt"]["transformers"] = statistics.median(ttft["transformers_cpu"])
         rows[f"throughput_tokens_per_s_batch{settings.batch}"]["transformers"] = hf_batch
 
     bandwidth = memory_bandwidth(device)
@@ -315,7 +332,10 @@ def run(settings: BenchmarkSettings) -> dict:
             "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
             "dtype": str(dtype), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+            # process-wide (runtime/memory.py), so transformers runs with it too
+            "retain_freed_memory": device.type == "cpu" and retain_freed_memory(),
         },
+        "ttft_rounds_s": ttft,
         "prompt_tokens": {"rag": len(tokenizer.encode(long_prompt)),
                           "short_mean": sum(len(tokenizer.encode(p)) for p in short) / len(short)},
         "results": rows,
@@ -341,7 +361,7 @@ def print_report(report: dict) -> None:
     print(f"{'metric':<42} {'ours':>10} {'transformers':>13} {'ratio':>7} {'ours int8':>10}")
     for metric, values in report["results"].items():
         ours, ref, int8 = values["ours"], values.get("transformers"), values.get("ours_int8")
-        ratio = "" if ref is None else f"{(ref / ours if metric.startswith('ttft') else ours / ref):.1f}x"
+        ratio = "" if ref is None else f"{(ref / ours if metric.startswith('ttft') else ours / ref):.2f}x"
         ref_text = "" if ref is None else f"{ref:.3f}"
         int8_text = "" if int8 is None else f"{int8:.3f}"
         print(f"{metric:<42} {ours:>10.3f} {ref_text:>13} {ratio:>7} {int8_text:>10}")
@@ -361,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
     defaults = BenchmarkSettings()
     parser.add_argument("--device", choices=["cpu", "cuda"], default=defaults.device)
     for name in ("new_tokens", "baseline_new_tokens", "prompt_tokens", "batch", "batch_new_tokens",
-                 "baseline_batch_new_tokens", "streams", "threads"):
+                 "baseline_batch_new_tokens", "streams", "threads", "ttft_rounds"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     parser.add_argument("--random-weights", action="store_true")
     parser.add_argument("--skip-baseline", action="store_true", help="only our engine")

@@ -26,6 +26,7 @@ from models.scheduler import RequestHandle, RequestSink, Scheduler, SchedulerSet
 from models.streams import AsyncTextStream, TextStream
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
+from runtime.memory import retain_freed_memory
 
 ContextPolicy = Literal["error", "clip_new_tokens"]
 # Prompt tokens per prefill forward (beam search; the scheduler has its own setting): chunks keep the score
@@ -55,6 +56,8 @@ class Generator:
         self.context_policy: ContextPolicy = context_policy
         self.device = model.embed_tokens.weight.device
         self.dtype = model.embed_tokens.weight.dtype
+        if self.device.type == "cpu":
+            retain_freed_memory()  # activations are reused, not page-faulted back each layer (runtime/memory.py)
         settings = scheduler or SchedulerSettings(reuse_prefix=reuse_prefix)
         # A request's prompt and answer share one slot of the scheduler's cache: that is the context.
         self.max_context = min(max_context or self.config.max_seq_len, self.config.max_seq_len, settings.slot_tokens)

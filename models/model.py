@@ -10,7 +10,9 @@ G = H // KV queries per key/value head, D head dim, C hidden size.
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -88,6 +90,26 @@ def rope_inverse_frequencies(config: ModelConfig) -> Tensor:
     return inv_freq.float()
 
 
+# Up to this many rows (decode steps, small batches), a CPU projection splits the weight among the threads.
+SPLIT_WEIGHT_MAX_ROWS = 64
+
+
+class Linear(nn.Linear):
+    """nn.Linear, but a product of few rows on CPU uses every thread: MKL runs a one-row (or few-row) product
+    on one thread, which reads the weight at half the memory bandwidth of two cores. The weight's output rows
+    are split into one matrix per thread of a batched matmul, which gives each thread its own matrix."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows = x.numel() // self.in_features
+        threads = torch.get_num_threads()
+        if x.device.type != "cpu" or rows > SPLIT_WEIGHT_MAX_ROWS or threads == 1 or self.out_features % threads:
+            return F.linear(x, self.weight, self.bias)
+        weight = self.weight.view(threads, self.out_features // threads, self.in_features)
+        columns = x.reshape(rows, self.in_features).t().unsqueeze(0).expand(threads, -1, -1)
+        out = torch.bmm(weight, columns).permute(2, 0, 1).reshape(*x.shape[:-1], self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
 class RotaryEmbedding(nn.Module):
     """Precomputed cos/sin tables, looked up by position (rotate-half layout, as in Hugging Face)."""
 
@@ -95,19 +117,19 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         positions = torch.arange(config.max_seq_len, dtype=torch.float32)
         angles = torch.outer(positions, rope_inverse_frequencies(config))
-        angles = torch.cat([angles, angles], dim=-1)  # (max_seq_len, D)
-        self.register_buffer("cos", angles.cos(), persistent=False)
-        self.register_buffer("sin", angles.sin(), persistent=False)
+        self.register_buffer("cos", torch.cat([angles.cos(), angles.cos()], dim=-1), persistent=False)  # (L, D)
+        # The rotate-half sign folded into the table: x rotated = x * cos + swap_halves(x) * signed_sin.
+        self.register_buffer("signed_sin", torch.cat([-angles.sin(), angles.sin()], dim=-1), persistent=False)
 
     def forward(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """positions (B, T) -> cos, sin of shape (B, 1, T, D), broadcast over heads."""
-        return self.cos[positions].unsqueeze(1).to(dtype), self.sin[positions].unsqueeze(1).to(dtype)
+        """positions (B, T) -> cos, signed sin of shape (B, 1, T, D), broadcast over heads."""
+        return self.cos[positions].unsqueeze(1).to(dtype), self.signed_sin[positions].unsqueeze(1).to(dtype)
 
 
-def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+def apply_rotary(x: Tensor, cos: Tensor, signed_sin: Tensor) -> Tensor:
+    """Rotate-half RoPE: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), in three passes over x."""
     half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
+    return torch.addcmul(x * cos, torch.cat([x[..., half:], x[..., :half]], dim=-1), signed_sin)
 
 
 @dataclass
@@ -171,39 +193,142 @@ def _scatter_write(positions: Tensor) -> CacheWrite:
     return write
 
 
+# Queries per score block when prefilling on CPU: a block's scores (G x 64 rows by L keys per key/value head) stay
+# in cache, and only the block's diagonal needs a causal mask; blocks also skip the keys after their last query.
+# On a GPU the whole chunk is one block (fewer kernel launches).
+CPU_QUERY_BLOCK = 64
+_scratch = threading.local()  # per thread: the scheduler and beam search run on different threads
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which cache slots the new tokens may attend to (the keys are slots 0..length-1).
+
+    blocked None: every row's T new tokens sit at the last T slots, length-T..length-1 (prefill, beam search),
+    and a token sees its row's slots up to its own, so only a block's diagonal needs a mask. Otherwise the rows'
+    tokens sit at different slots (continuous batching): `blocked` (B, 1, 1, T, length) is True where a key is
+    hidden.
+    """
+
+    length: int
+    blocked: Tensor | None = None
+
+
+def _score_buffer(numel: int, like: Tensor) -> Tensor | None:
+    """A flat scratch buffer for score blocks, reused across layers and calls: on CPU, allocating megabytes per
+    block costs more than the softmax. None where a fresh tensor is needed (autograd, or on a GPU, whose caching
+    allocator makes allocation free)."""
+    if like.device.type != "cpu" or torch.is_grad_enabled():
+        return None
+    buffer = getattr(_scratch, "scores", None)
+    if buffer is None or buffer.numel() < numel or buffer.dtype != like.dtype:
+        buffer = _scratch.scores = torch.empty(numel, dtype=like.dtype)
+    return buffer[:numel]
+
+
+def _softmax(scores: Tensor, dtype: torch.dtype) -> Tensor:
+    """Softmax over the keys in float32 (in place when the scores are float32 scratch)."""
+    if scores.dtype == torch.float32 and not torch.is_grad_enabled():
+        return torch.softmax(scores, dim=-1, out=scores)
+    return torch.softmax(scores.float(), dim=-1).to(dtype)
+
+
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, config.head_dim
+        self.group = config.num_heads // config.num_kv_heads  # G query heads share a key/value head
         q_size, kv_size = config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
         self.split_sizes = (q_size, kv_size, kv_size)
         # One fused projection for Q, K and V: one matmul instead of three per layer.
-        self.qkv_proj = nn.Linear(config.hidden_size, q_size + 2 * kv_size, bias=config.attention_bias)
-        self.o_proj = nn.Linear(q_size, config.hidden_size, bias=False)
+        self.qkv_proj = Linear(config.hidden_size, q_size + 2 * kv_size, bias=config.attention_bias)
+        self.o_proj = Linear(q_size, config.hidden_size, bias=False)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                write: CacheWrite, attend_len: int, blocked: Tensor) -> Tensor:
+                write: CacheWrite, visible: Visibility, last_only: bool = False) -> Tensor:
+        """x (B, T, C) -> (B, T, C), or (B, 1, C) for the last token only (the keys and values of all T are
+        still written to the cache)."""
         batch, new, _ = x.shape
         q, k, v = self.qkv_proj(x).split(self.split_sizes, dim=-1)
-        q = q.view(batch, new, self.num_heads, self.head_dim).transpose(1, 2)
         k = k.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        write(cache_k, k)
+        write(cache_k, apply_rotary(k, cos, sin))
         write(cache_v, v)
-        keys, values = cache_k[:, :, :attend_len], cache_v[:, :, :attend_len]
-
+        keys, values = cache_k[:, :, : visible.length], cache_v[:, :, : visible.length]
+        if last_only:
+            q, cos, sin, new = q[:, -1:], cos[:, :, -1:], sin[:, :, -1:], 1
+        q = q.view(batch, new, self.num_heads, self.head_dim).transpose(1, 2)
+        scale = 1.0 / math.sqrt(self.head_dim)  # folded into the (T, D) tables, not applied to q
+        q = apply_rotary(q, cos * scale, sin * scale)
         # Grouped-query attention without copying K/V per query head: the G query heads that share a
         # key/value head become extra rows of one matmul. Head h uses key/value head h // G.
-        group = self.num_heads // self.num_kv_heads
-        q = q.reshape(batch, self.num_kv_heads, group * new, self.head_dim)
-        scores = torch.matmul(q * (1.0 / math.sqrt(self.head_dim)), keys.transpose(-1, -2))
-        scores = scores.view(batch, self.num_kv_heads, group, new, attend_len)
-        scores.masked_fill_(blocked, float("-inf"))  # in place: scores is a fresh tensor
-        probs = torch.softmax(scores.float(), dim=-1).to(values.dtype)
-        out = torch.matmul(probs.view(batch, self.num_kv_heads, group * new, attend_len), values)
-        out = out.view(batch, self.num_heads, new, self.head_dim).transpose(1, 2).reshape(batch, new, -1)
-        return self.o_proj(out)
+        q = q.view(batch, self.num_kv_heads, self.group, new, self.head_dim)
+        if visible.blocked is not None:
+            blocked = visible.blocked[..., -1:, :] if last_only else visible.blocked
+            out = self._attend_masked(q, keys, values, blocked)
+        else:
+            out = self._attend_causal(q, keys, values, first=visible.length - new)
+        return self.o_proj(out.view(batch, new, -1))
+
+    def _attend_masked(self, q: Tensor, keys: Tensor, values: Tensor, blocked: Tensor) -> Tensor:
+        """Rows at different lengths: one score matrix over all `length` slots, masked. -> (B, T, KV, G, D)"""
+        batch, kv, group, new, dim = q.shape
+        scores = torch.matmul(q.reshape(batch, kv, group * new, dim), keys.transpose(-1, -2))
+        scores = scores.view(batch, kv, group, new, -1).masked_fill_(blocked, float("-inf"))
+        probs = _softmax(scores, values.dtype).view(batch, kv, group * new, -1)
+        return torch.matmul(probs, values).view(batch, kv, group, new, dim).permute(0, 3, 1, 2, 4)
+
+    def _attend_causal(self, q: Tensor, keys: Tensor, values: Tensor, first: int) -> Tensor:
+        """Queries at slots first..first+T-1, each seeing the slots up to its own, a block of queries at a time:
+        the block's scores cover only the keys up to its last query. -> (B, T, KV, G, D)
+
+        On CPU a batched matmul gives each thread whole matrices, so 3 key/value heads on 2 threads leave one
+        idle a third of the time: each head's query rows are split `splits` ways (6 matrices on 2 threads), and
+        the keys and values repeated to match, once per call rather than once per block.
+        """
+        batch, kv, group, new, dim = q.shape
+        length = keys.shape[2]
+        on_cpu = q.device.type == "cpu"
+        block = CPU_QUERY_BLOCK if on_cpu else new
+        splits = _row_splits(batch * kv, group * min(block, new)) if on_cpu else 1
+        matrices = batch * kv * splits
+        keys = keys.unsqueeze(2).expand(batch, kv, splits, length, dim).reshape(matrices, length, dim)
+        values = values.unsqueeze(2).expand(batch, kv, splits, length, dim).reshape(matrices, length, dim)
+        out = torch.empty(batch, new, kv, group, dim, device=q.device, dtype=q.dtype)
+        buffer = _score_buffer(batch * kv * group * min(block, new) * length, q)
+        for begin in range(0, new, block):
+            rows = min(block, new - begin)
+            end = first + begin + rows  # keys 0..end-1
+            split = splits if (group * rows) % splits == 0 else 1  # a last, odd block is not split
+            shape = (batch * kv * split, group * rows // split, end)
+            block_q = q[:, :, :, begin : begin + rows].reshape(*shape[:2], dim)
+            block_keys = keys[:: splits // split, :end].transpose(1, 2)
+            if buffer is None:
+                scores = torch.bmm(block_q, block_keys)
+            else:
+                scores = torch.bmm(block_q, block_keys, out=buffer[: math.prod(shape)].view(shape))
+            diagonal = scores.view(batch, kv, group, rows, end)[..., end - rows :]
+            diagonal.masked_fill_(_upper_triangle(rows, q.device), float("-inf"))
+            probs = _softmax(scores, values.dtype)
+            block_out = torch.bmm(probs, values[:: splits // split, :end]).view(batch, kv, group, rows, dim)
+            out[:, begin : begin + rows] = block_out.permute(0, 3, 1, 2, 4)
+        return out
+
+
+def _row_splits(matrices: int, rows: int) -> int:
+    """Ways to split each head's query rows so that the matrices of a batched matmul divide evenly among the
+    threads, keeping at least 48 rows a matrix."""
+    threads = torch.get_num_threads()
+    splits = threads // math.gcd(matrices, threads)
+    while splits > 1 and rows // splits < 48:
+        splits //= 2
+    return splits
+
+
+@functools.lru_cache(maxsize=8)
+def _upper_triangle(size: int, device: torch.device) -> Tensor:
+    """True above the diagonal: within a block, query i may not see the block's keys j > i."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).triu_(1)
 
 
 class MLP(nn.Module):
@@ -211,8 +336,8 @@ class MLP(nn.Module):
         super().__init__()
         self.intermediate_size = config.intermediate_size
         # gate and up projections fused into one matmul.
-        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+        self.gate_up_proj = Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
+        self.down_proj = Linear(config.intermediate_size, config.hidden_size, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
         gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
@@ -228,8 +353,9 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                write: CacheWrite, attend_len: int, blocked: Tensor) -> Tensor:
-        x = x + self.attn(self.attn_norm(x), cos, sin, cache_k, cache_v, write, attend_len, blocked)
+                write: CacheWrite, visible: Visibility, last_only: bool = False) -> Tensor:
+        attended = self.attn(self.attn_norm(x), cos, sin, cache_k, cache_v, write, visible, last_only)
+        x = (x[:, -1:] if last_only else x) + attended
         return x + self.mlp(self.mlp_norm(x))
 
 
@@ -240,36 +366,42 @@ class Transformer(nn.Module):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rotary = RotaryEmbedding(config)
 
-    def hidden_states(self, tokens: Tensor, cache: KVCache, start: int | Tensor,
-                      attend_len: int | None = None) -> Tensor:
+    def hidden_states(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
+                      last_only: bool = False) -> Tensor:
         """The blocks' output (B, T, C) before the final norm; forward() and loss() project it.
 
         start: an int (every row's new tokens go to slots start..start+T-1), or a tensor of each row's first
         slot, shape (B,) (rows at different lengths; a 0-d tensor gives one slot for all rows).
+        last_only: the last layer computes the last token only, (B, 1, C): all the next token needs (every
+        layer still writes the keys and values of all T tokens).
         """
         batch, new = tokens.shape
         offsets = torch.arange(new, device=tokens.device)
         if isinstance(start, int):
+            if attend_len not in (None, start + new):
+                raise ValueError("With an int start the tokens attend to slots 0..start+T-1; give no attend_len.")
             positions = (start + offsets).expand(batch, new)
             write = _slice_write(start, new)
+            visible = Visibility(length=start + new)
         else:
             positions = (start.reshape(-1, 1) + offsets).expand(batch, new)
             write = _scatter_write(positions)
-        if attend_len is None:
-            attend_len = int(positions.max()) + 1
+            length = int(positions.max()) + 1 if attend_len is None else attend_len
+            # A key is visible when its slot is at or before the query's (each row's own slots).
+            key_slots = torch.arange(length, device=tokens.device)
+            blocked = (key_slots[None, None, :] > positions[:, :, None])[:, None, None]  # (B, 1, 1, T, L)
+            visible = Visibility(length=length, blocked=blocked)
         cos, sin = self.rotary(positions, self.embed_tokens.weight.dtype)
-        # Causal attention over the row's own slots: a key is visible when its slot is at or before the query's.
-        key_slots = torch.arange(attend_len, device=tokens.device)
-        blocked = (key_slots[None, None, :] > positions[:, :, None])[:, None, None]  # (B, 1, 1, T, L)
 
         x = self.embed_tokens(tokens)
-        for layer, cache_k, cache_v in zip(self.layers, cache.k, cache.v, strict=True):
-            x = layer(x, cos, sin, cache_k, cache_v, write, attend_len, blocked)
+        last = len(self.layers) - 1
+        for index, (layer, cache_k, cache_v) in enumerate(zip(self.layers, cache.k, cache.v, strict=True)):
+            x = layer(x, cos, sin, cache_k, cache_v, write, visible, last_only and index == last)
         return x
 
     def forward(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
@@ -278,10 +410,10 @@ class Transformer(nn.Module):
 
         A graph-captured decode step passes `start` as a tensor and attend_len = cache.max_len (attend over the
         whole buffer, masked), so that its shapes are static.
-        last_only: logits for the last position only (B, V) — all generation needs, and it skips the
-        vocabulary projection for the prompt; otherwise (B, T, V).
+        last_only: logits for the last position only (B, V) — all generation needs, and it skips the last
+        layer's work and the vocabulary projection for the rest of the prompt; otherwise (B, T, V).
         """
-        x = self.hidden_states(tokens, cache, start, attend_len)
+        x = self.hidden_states(tokens, cache, start, attend_len, last_only)
         if last_only:
             x = x[:, -1]
         return self.lm_head(self.norm(x)).float()

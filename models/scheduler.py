@@ -5,7 +5,8 @@ known at start. Each turn of the loop
   1. admits waiting requests into free slots, preferring the slot whose cached tokens share the longest prefix
      with the prompt (the system message is then not computed again);
   2. prefills one chunk (prefill_chunk tokens) of the oldest request still reading its prompt, so a long prompt
-     never stalls the streams already running for more than one chunk;
+     never stalls the streams already running for more than one chunk (with no stream running, the whole
+     prompt goes in one forward: larger matmuls, less time to the first token);
   3. decodes one token for every running request at once, each at its own position, each with its own
      sampling parameters, seed, stop strings, no-repeat state and text sink;
   4. lets cancelled and finished requests go, freeing their slots at once.
@@ -56,7 +57,7 @@ class RequestSink(Protocol):
 class SchedulerSettings:
     slots: int = 8  # requests decoded together
     slot_tokens: int = 2048  # KV cache per slot: prompt + answer
-    prefill_chunk: int = 256  # prompt tokens per prefill forward
+    prefill_chunk: int = 256  # prompt tokens per prefill forward while other requests decode
     max_waiting: int = 64  # requests waiting for a slot
     reuse_prefix: bool = True
 
@@ -260,7 +261,8 @@ class Scheduler:
             return
         request = min(reading, key=lambda r: r.submitted)  # oldest first
         assert request.slot is not None
-        chunk = request.prompt_ids[request.filled : request.filled + self.settings.prefill_chunk]
+        chunk_tokens = self.settings.prefill_chunk if any(r.decoding for r in self._running) else None
+        chunk = request.prompt_ids[request.filled :][:chunk_tokens]
         row = request.slot.index
         tokens = torch.tensor([chunk], device=self.device)
         logits = self.model(tokens, self.cache.rows(row, row + 1), request.filled)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from models.loading import build_model, config_from_hf
-from models.model import KVCache, Transformer
+from models.model import CPU_QUERY_BLOCK, SPLIT_WEIGHT_MAX_ROWS, KVCache, Linear, Transformer, _row_splits
 
 TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120, 64, 33, 2]])
 
@@ -53,6 +53,66 @@ def test_logits_match_transformers_qwen2_with_biases() -> None:
     with torch.no_grad():
         expected = hf_model(TOKENS).logits
     torch.testing.assert_close(full_logits(ours, TOKENS), expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.fixture
+def two_threads():
+    """The CPU attention splits rows by thread count (models.model._row_splits): pin it for the test."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("rows", [1, 3, SPLIT_WEIGHT_MAX_ROWS, SPLIT_WEIGHT_MAX_ROWS + 1])
+@pytest.mark.parametrize("bias", [False, True])
+def test_projection_split_among_threads_equals_one_product(two_threads, rows: int, bias: bool) -> None:
+    """Few rows: the weight split into one matrix per thread (a batched matmul); more: one product."""
+    torch.manual_seed(0)
+    layer = Linear(48, 30, bias=bias)
+    x = torch.randn(1, rows, 48)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias))
+        torch.testing.assert_close(layer(x[0, -1]), torch.nn.functional.linear(x[0, -1], layer.weight, layer.bias))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "autograd"])
+@pytest.mark.parametrize(("batch", "kv_heads"), [(2, 2), (1, 3)], ids=["2-rows-2-kv-heads", "1-row-3-kv-heads"])
+def test_long_prompt_attended_block_by_block_matches_transformers(make_hf_llama, two_threads, grad: bool,
+                                                                  batch: int, kv_heads: int) -> None:
+    """199 tokens: three query blocks of CPU_QUERY_BLOCK and a partial one, with the reused score buffer
+    (inference) and with fresh tensors (autograd, the training path). 3 key/value heads on 2 threads take the
+    split-rows path, whose last block (7 queries x 3 heads: odd) is not split."""
+    assert 3 * CPU_QUERY_BLOCK < 199 < 4 * CPU_QUERY_BLOCK
+    hf_model = make_hf_llama(hidden_size=48 * kv_heads, num_attention_heads=3 * kv_heads, num_key_value_heads=kv_heads)
+    assert (_row_splits(batch * kv_heads, 3 * CPU_QUERY_BLOCK) > 1) == (kv_heads == 3)
+    tokens = torch.randint(0, hf_model.config.vocab_size, (batch, 199), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        expected = hf_model(tokens).logits
+    model = ours_from_hf(hf_model).requires_grad_(grad)
+    cache = KVCache.allocate(model.config, batch, 200, torch.device("cpu"), torch.float32)
+    with torch.set_grad_enabled(grad):
+        logits = model(tokens, cache, 0, last_only=False)
+    assert logits.requires_grad == grad
+    torch.testing.assert_close(logits.detach(), expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("chunk", [1, 50, 64, 130])
+def test_chunked_prefill_last_token_equals_one_pass(hf_llama, two_threads, chunk: int) -> None:
+    """Prefill in chunks (each chunk's queries start past slot 0, blocks end mid-chunk) with the last layer
+    computing the last token only: the next-token logits and every cached key and value are those of one
+    full pass."""
+    model = ours_from_hf(hf_llama)
+    tokens = torch.randint(0, hf_llama.config.vocab_size, (1, 150), generator=torch.Generator().manual_seed(4))
+    whole = KVCache.allocate(model.config, 1, 160, torch.device("cpu"), torch.float32)
+    chunked = KVCache.allocate(model.config, 1, 160, torch.device("cpu"), torch.float32)
+    with torch.no_grad():
+        expected = model(tokens, whole, 0, last_only=False)[0, -1]
+        for start in range(0, tokens.shape[1], chunk):
+            logits = model(tokens[:, start : start + chunk], chunked, start)
+    torch.testing.assert_close(logits[0], expected, atol=1e-4, rtol=1e-4)
+    for ours, reference in zip(chunked.k + chunked.v, whole.k + whole.v, strict=True):
+        torch.testing.assert_close(ours, reference, atol=1e-4, rtol=1e-4)
 
 
 def test_rows_at_different_lengths_equal_one_by_one(hf_llama) -> None:
