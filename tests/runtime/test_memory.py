@@ -35,7 +35,3 @@ def test_a_freed_block_is_reused_without_page_faults() -> None:
     fresh_pages = 5 * size // resource.getpagesize()
     assert faults < fresh_pages // 4, f"{faults} page faults for five reused 40 MB blocks"
 
-
-@glibc
-def test_applied_once() -> None:
-    assert retain_freed_memory() is retain_freed_memory()
