@@ -34,4 +34,3 @@ def test_a_freed_block_is_reused_without_page_faults() -> None:
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     fresh_pages = 5 * size // resource.getpagesize()
     assert faults < fresh_pages // 4, f"{faults} page faults for five reused 40 MB blocks"
-
