@@ -408,8 +408,8 @@ class Transformer(nn.Module):
                 last_only: bool = True) -> Tensor:
         """Run `tokens` (B, T) placed at cache slots start..start+T-1 (see hidden_states); logits in float32.
 
-        A graph-captured decode step passes `start` as a tensor and attend_len = cache.max_len (attend over the
-        whole buffer, masked), so that its shapes are static.
+        A graph-captured decode step passes `start` as a tensor and a fixed attend_len (a bucket of slots beyond
+        the filled part, masked by position), so that its shapes are static.
         last_only: logits for the last position only (B, V) — all generation needs, and it skips the last
         layer's work and the vocabulary projection for the rest of the prompt; otherwise (B, T, V).
         """
