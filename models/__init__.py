@@ -10,7 +10,8 @@
 
 from models.detokenize import GenerationResult
 from models.engine import ContextLengthError, Generator
-from models.model import KVCache, ModelConfig, Transformer
+from models.kv_cache import KVCache
+from models.model import ModelConfig, Transformer
 from models.sampling import SamplingParams
 from models.streams import AsyncTextStream, TextStream
 from models.tokenizer import Tokenizer

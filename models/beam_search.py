@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from models.detokenize import FinishReason, GenerationResult, OutputText
-from models.model import KVCache, ModelConfig, Transformer
+from models.kv_cache import KVCache
+from models.model import ModelConfig, Transformer
 from models.sampling import SamplingParams, adjust_logits
 from models.tokenizer import Tokenizer
 

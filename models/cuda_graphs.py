@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from models.model import KVCache, Transformer
+from models.kv_cache import KVCache
+from models.model import Transformer
 
 SMALLEST_ATTENTION_BUCKET = 256  # cache slots a captured step attends over, at least
 

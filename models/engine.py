@@ -19,8 +19,9 @@ from torch import Tensor
 from models.beam_search import beam_search
 from models.cuda_graphs import CudaGraphDecoder
 from models.detokenize import GenerationResult
+from models.kv_cache import KVCache
 from models.loading import WeightLoadError, build_model, default_gguf_path, load_gguf, load_hf_directory
-from models.model import KVCache, Transformer
+from models.model import Transformer
 from models.sampling import SamplingParams
 from models.scheduler import RequestHandle, RequestSink, Scheduler, SchedulerSettings
 from models.streams import AsyncTextStream, TextStream

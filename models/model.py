@@ -11,14 +11,16 @@ G = H // KV queries per key/value head, D head dim, C hidden size.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from models.kv_cache import KVCache, Placement
 
 
 @dataclass
@@ -132,86 +134,11 @@ def apply_rotary(x: Tensor, cos: Tensor, signed_sin: Tensor) -> Tensor:
     return torch.addcmul(x * cos, torch.cat([x[..., half:], x[..., :half]], dim=-1), signed_sin)
 
 
-@dataclass
-class KVCache:
-    """Preallocated key/value buffers for every layer: k[i], v[i] have shape (B, KV, max_len, D).
-
-    Row b's token at position p sits in slot p: every row starts at slot 0 (no padding), so rows can be at
-    different lengths (continuous batching) and a row's own causal mask is all the masking there is. Slots are
-    written in place, so a decode step allocates nothing for the cache.
-    """
-
-    k: list[Tensor]
-    v: list[Tensor]
-
-    @classmethod
-    def allocate(cls, config: ModelConfig, batch: int, max_len: int, device: torch.device,
-                 dtype: torch.dtype) -> KVCache:
-        shape = (batch, config.num_kv_heads, max_len, config.head_dim)
-        return cls(
-            k=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
-            v=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
-        )
-
-    @property
-    def batch_size(self) -> int:
-        return self.k[0].shape[0]
-
-    @property
-    def max_len(self) -> int:
-        return self.k[0].shape[2]
-
-    def rows(self, start: int, stop: int) -> KVCache:
-        """A view of rows start..stop-1 (writes go to this cache's buffers)."""
-        return KVCache([k[start:stop] for k in self.k], [v[start:stop] for v in self.v])
-
-    def reorder(self, rows: Tensor, length: int) -> None:
-        """Beam search: row i becomes old row rows[i] (the first `length` slots)."""
-        for buffer in (*self.k, *self.v):
-            buffer[:, :, :length] = buffer[:, :, :length].index_select(0, rows)
-
-
-CacheWrite = Callable[[Tensor, Tensor], None]  # (cache buffer (B, KV, L, D), new keys or values (B, KV, T, D))
-
-
-def _slice_write(start: int, new: int) -> CacheWrite:
-    """Every row's T new entries go to slots start..start+T-1."""
-
-    def write(buffer: Tensor, values: Tensor) -> None:
-        buffer[:, :, start : start + new] = values
-
-    return write
-
-
-def _scatter_write(positions: Tensor) -> CacheWrite:
-    """Row b's t-th new entry goes to slot positions[b, t] (rows at different lengths)."""
-    rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
-
-    def write(buffer: Tensor, values: Tensor) -> None:
-        buffer[rows, :, positions] = values.transpose(1, 2)  # (B, T, KV, D) at [row, :, slot]
-
-    return write
-
-
 # Queries per score block when prefilling on CPU: a block's scores (G x 64 rows by L keys per key/value head) stay
 # in cache, and only the block's diagonal needs a causal mask; blocks also skip the keys after their last query.
 # On a GPU the whole chunk is one block (fewer kernel launches).
 CPU_QUERY_BLOCK = 64
 _scratch = threading.local()  # per thread: the scheduler and beam search run on different threads
-
-
-@dataclass(frozen=True)
-class Visibility:
-    """Which cache slots the new tokens may attend to (the keys are slots 0..length-1).
-
-    blocked None: every row's T new tokens sit at the last T slots, length-T..length-1 (prefill, beam search),
-    and a token sees its row's slots up to its own, so only a block's diagonal needs a mask. Otherwise the rows'
-    tokens sit at different slots (continuous batching): `blocked` (B, 1, 1, T, length) is True where a key is
-    hidden.
-    """
-
-    length: int
-    blocked: Tensor | None = None
 
 
 def _score_buffer(numel: int, like: Tensor) -> Tensor | None:
@@ -244,16 +171,23 @@ class Attention(nn.Module):
         self.qkv_proj = Linear(config.hidden_size, q_size + 2 * kv_size, bias=config.attention_bias)
         self.o_proj = Linear(q_size, config.hidden_size, bias=False)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                write: CacheWrite, visible: Visibility, last_only: bool = False) -> Tensor:
-        """x (B, T, C) -> (B, T, C), or (B, 1, C) for the last token only (the keys and values of all T are
-        still written to the cache)."""
-        batch, new, _ = x.shape
-        q, k, v = self.qkv_proj(x).split(self.split_sizes, dim=-1)
+    def forward(self, x: Tensor, groups: list[PlacedSegment], layer: int, last_only: bool = False) -> Tensor:
+        """x (N, C), the groups' tokens one after another -> (N, C), or with last_only one row per group row
+        (its last token; the keys and values of every token still go to the cache). The projections run on all
+        groups at once, attention per group."""
+        parts = self.qkv_proj(x).split([group.tokens for group in groups])
+        out = [self._attend(part, group, layer, last_only) for part, group in zip(parts, groups, strict=True)]
+        return self.o_proj(out[0] if len(out) == 1 else torch.cat(out))
+
+    def _attend(self, qkv: Tensor, group: PlacedSegment, layer: int, last_only: bool) -> Tensor:
+        """One group's projections (B*T, Q+2KV) -> attention output (B*T, H*D), or (B, H*D) with last_only."""
+        batch, new, visible = group.batch, group.new, group.placement.visible
+        cos, sin, cache_k, cache_v = group.cos, group.sin, group.cache.k[layer], group.cache.v[layer]
+        q, k, v = qkv.view(batch, new, -1).split(self.split_sizes, dim=-1)
         k = k.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(batch, new, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        write(cache_k, apply_rotary(k, cos, sin))
-        write(cache_v, v)
+        group.placement.write(cache_k, apply_rotary(k, cos, sin))
+        group.placement.write(cache_v, v)
         keys, values = cache_k[:, :, : visible.length], cache_v[:, :, : visible.length]
         if last_only:
             q, cos, sin, new = q[:, -1:], cos[:, :, -1:], sin[:, :, -1:], 1
@@ -268,7 +202,7 @@ class Attention(nn.Module):
             out = self._attend_masked(q, keys, values, blocked)
         else:
             out = self._attend_causal(q, keys, values, first=visible.length - new)
-        return self.o_proj(out.view(batch, new, -1))
+        return out.reshape(batch * new, -1)
 
     def _attend_masked(self, q: Tensor, keys: Tensor, values: Tensor, blocked: Tensor) -> Tensor:
         """Rows at different lengths: one score matrix over all `length` slots, masked. -> (B, T, KV, G, D)"""
@@ -352,11 +286,38 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache_k: Tensor, cache_v: Tensor,
-                write: CacheWrite, visible: Visibility, last_only: bool = False) -> Tensor:
-        attended = self.attn(self.attn_norm(x), cos, sin, cache_k, cache_v, write, visible, last_only)
-        x = (x[:, -1:] if last_only else x) + attended
+    def forward(self, x: Tensor, groups: list[PlacedSegment], layer: int, keep: Tensor | None = None) -> Tensor:
+        """x (N, C) -> (N, C); keep: the rows to compute beyond attention (each group row's last token)."""
+        attended = self.attn(self.attn_norm(x), groups, layer, last_only=keep is not None)
+        x = (x if keep is None else x.index_select(0, keep)) + attended
         return x + self.mlp(self.mlp_norm(x))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """New tokens (B, T) of the rows of `cache` (a KVCache or a view of some of its rows), placed at slots
+    start..start+T-1: see kv_cache.Placement.of for start and attend_len."""
+
+    tokens: Tensor
+    cache: KVCache
+    start: int | Tensor
+    attend_len: int | None = None
+
+
+@dataclass(frozen=True)
+class PlacedSegment:
+    """A segment as every layer needs it: its shape, cache rows, placement and rotary tables."""
+
+    batch: int
+    new: int
+    cache: KVCache
+    placement: Placement
+    cos: Tensor
+    sin: Tensor
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.new
 
 
 class Transformer(nn.Module):
@@ -371,52 +332,47 @@ class Transformer(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.rotary = RotaryEmbedding(config)
 
-    def hidden_states(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
-                      last_only: bool = False) -> Tensor:
-        """The blocks' output (B, T, C) before the final norm; forward() and loss() project it.
-
-        start: an int (every row's new tokens go to slots start..start+T-1), or a tensor of each row's first
-        slot, shape (B,) (rows at different lengths; a 0-d tensor gives one slot for all rows).
-        last_only: the last layer computes the last token only, (B, 1, C): all the next token needs (every
-        layer still writes the keys and values of all T tokens).
-        """
-        batch, new = tokens.shape
-        offsets = torch.arange(new, device=tokens.device)
-        if isinstance(start, int):
-            if attend_len not in (None, start + new):
-                raise ValueError("With an int start the tokens attend to slots 0..start+T-1; give no attend_len.")
-            positions = (start + offsets).expand(batch, new)
-            write = _slice_write(start, new)
-            visible = Visibility(length=start + new)
-        else:
-            positions = (start.reshape(-1, 1) + offsets).expand(batch, new)
-            write = _scatter_write(positions)
-            length = int(positions.max()) + 1 if attend_len is None else attend_len
-            # A key is visible when its slot is at or before the query's (each row's own slots).
-            key_slots = torch.arange(length, device=tokens.device)
-            blocked = (key_slots[None, None, :] > positions[:, :, None])[:, None, None]  # (B, 1, 1, T, L)
-            visible = Visibility(length=length, blocked=blocked)
-        cos, sin = self.rotary(positions, self.embed_tokens.weight.dtype)
-
-        x = self.embed_tokens(tokens)
-        last = len(self.layers) - 1
-        for index, (layer, cache_k, cache_v) in enumerate(zip(self.layers, cache.k, cache.v, strict=True)):
-            x = layer(x, cos, sin, cache_k, cache_v, write, visible, last_only and index == last)
-        return x
-
     def forward(self, tokens: Tensor, cache: KVCache, start: int | Tensor, attend_len: int | None = None,
                 last_only: bool = True) -> Tensor:
-        """Run `tokens` (B, T) placed at cache slots start..start+T-1 (see hidden_states); logits in float32.
+        """Run `tokens` (B, T) placed at cache slots start..start+T-1 (see Segment); logits in float32.
 
         A graph-captured decode step passes `start` as a tensor and a fixed attend_len (a bucket of slots beyond
         the filled part, masked by position), so that its shapes are static.
         last_only: logits for the last position only (B, V) — all generation needs, and it skips the last
         layer's work and the vocabulary projection for the rest of the prompt; otherwise (B, T, V).
         """
-        x = self.hidden_states(tokens, cache, start, attend_len, last_only)
-        if last_only:
-            x = x[:, -1]
-        return self.lm_head(self.norm(x)).float()
+        return self.forward_segments([Segment(tokens, cache, start, attend_len)], last_only)[0]
+
+    def forward_segments(self, segments: list[Segment], last_only: bool = True) -> list[Tensor]:
+        """One forward for several segments, e.g. a prompt's chunk beside the running answers' decode step
+        (continuous batching): the projections and the MLP read the weights once for all of them, attention
+        runs per segment. Logits per segment, as forward() returns them."""
+        logits = self.lm_head(self.norm(self.hidden_states(segments, last_only))).float()
+        shapes = [s.tokens.shape[:1] if last_only else s.tokens.shape for s in segments]
+        return [part.view(*shape, -1) for part, shape in zip(logits.split([math.prod(sh) for sh in shapes]),
+                                                              shapes, strict=True)]
+
+    def hidden_states(self, segments: list[Segment], last_only: bool = False) -> Tensor:
+        """The blocks' output before the final norm: (N, C) for the segments' N tokens one after another, or with
+        last_only one row per segment row, its last token: the last layer computes only those (every layer
+        still writes the keys and values of all tokens)."""
+        groups = [self._place(segment) for segment in segments]
+        x = self.embed_tokens(torch.cat([segment.tokens.reshape(-1) for segment in segments]))
+        keep = None
+        if last_only:  # each row's last token, in the flattened order
+            offsets = itertools.accumulate([group.tokens for group in groups], initial=0)
+            keep = torch.cat([first + group.new - 1 + group.new * torch.arange(group.batch, device=x.device)
+                              for first, group in zip(offsets, groups, strict=False)])  # fmt: skip
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):
+            x = layer(x, groups, index, keep if index == last else None)
+        return x
+
+    def _place(self, segment: Segment) -> PlacedSegment:
+        batch, new = segment.tokens.shape
+        placement = Placement.of(batch, new, segment.start, segment.attend_len, segment.tokens.device)
+        cos, sin = self.rotary(placement.positions, self.embed_tokens.weight.dtype)
+        return PlacedSegment(batch, new, segment.cache, placement, cos, sin)
 
     def loss(self, tokens: Tensor, loss_from: int) -> Tensor:
         """The training path: mean cross-entropy of predicting tokens[:, loss_from:] from what precedes them.
@@ -428,6 +384,6 @@ class Transformer(nn.Module):
         if not 0 < loss_from < length:
             raise ValueError(f"loss_from must be in [1, {length - 1}] for {length} tokens, got {loss_from}.")
         cache = KVCache.allocate(self.config, batch, length, tokens.device, self.embed_tokens.weight.dtype)
-        hidden = self.hidden_states(tokens, cache, 0)[:, loss_from - 1 : -1]
+        hidden = self.hidden_states([Segment(tokens, cache, 0)]).view(batch, length, -1)[:, loss_from - 1 : -1]
         logits = self.lm_head(self.norm(hidden)).float()
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, loss_from:].reshape(-1))

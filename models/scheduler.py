@@ -4,21 +4,25 @@ Every request gets a slot: a row of one preallocated KV cache (slots x slot_toke
 known at start. Each turn of the loop
   1. admits waiting requests into free slots, preferring the slot whose cached tokens share the longest prefix
      with the prompt (the system message is then not computed again);
-  2. prefills one chunk (prefill_chunk tokens) of the oldest request still reading its prompt, so a long prompt
-     never stalls the streams already running for more than one chunk (with no stream running, the whole
-     prompt goes in one forward: larger matmuls, less time to the first token);
-  3. decodes one token for every running request at once, each at its own position, each with its own
-     sampling parameters, seed, stop strings, no-repeat state and text sink;
+  2. runs one forward of the model holding a chunk (prefill_chunk tokens) of the oldest request still reading its
+     prompt beside the next token of every running request, each at its own position: the weights are read
+     once for both, so a new prompt neither stalls the streams already running for more than one chunk nor
+     waits behind separate decode steps (with no stream running, the whole prompt goes in one forward: larger
+     matmuls, less time to the first token);
+  3. samples each request's token with its own sampling parameters, seed, stop strings, no-repeat state and
+     text sink;
   4. lets cancelled and finished requests go, freeing their slots at once.
 A request that does not fit in the slots waits (up to max_waiting; beyond that submit() raises EngineFullError).
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +32,8 @@ import torch
 from torch import Tensor
 
 from models.detokenize import GenerationResult, OutputText
-from models.model import KVCache, Transformer
+from models.kv_cache import KVCache
+from models.model import Segment, Transformer
 from models.sampling import SamplingParams, choose_next_tokens, make_generator
 from models.tokenizer import Tokenizer
 
@@ -57,7 +62,7 @@ class RequestSink(Protocol):
 class SchedulerSettings:
     slots: int = 8  # requests decoded together
     slot_tokens: int = 2048  # KV cache per slot: prompt + answer
-    prefill_chunk: int = 256  # prompt tokens per prefill forward while other requests decode
+    prefill_chunk: int = 256  # prompt tokens per forward while other requests decode (a rest < 1/2 chunk joins)
     max_waiting: int = 64  # requests waiting for a slot
     reuse_prefix: bool = True
 
@@ -131,12 +136,13 @@ class Scheduler:
         self.cache = KVCache.allocate(model.config, settings.slots, settings.slot_tokens, self.device,
                                       model.embed_tokens.weight.dtype)  # fmt: skip
         self.slots = [Slot(i) for i in range(settings.slots)]
-        self._step = step or (lambda tokens, cache, positions, attend_len: model(tokens, cache, positions, attend_len))
+        self._decode = step or (lambda tokens, cache, positions, length: model(tokens, cache, positions, length))
         self._waiting: deque[Request] = deque()
         self._running: list[Request] = []
         self._condition = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
+        self._stops_at_exit = False
         self.steps = 0  # decode steps taken (for metrics)
         self.reused_tokens = 0  # prompt tokens not computed again thanks to a slot's cached prefix
 
@@ -203,6 +209,11 @@ class Scheduler:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="aer-rag-scheduler", daemon=True)
             self._thread.start()
+            # A process that exits while the loop is inside a forward aborts (torch's threads are torn down under
+            # it): at exit, stop the loop after its current step. A weak reference, so the cache can be freed.
+            if not self._stops_at_exit:
+                atexit.register(_stop_at_exit, weakref.ref(self))
+                self._stops_at_exit = True
 
     def _loop(self) -> None:
         torch.set_grad_enabled(False)
@@ -216,8 +227,7 @@ class Scheduler:
             try:
                 with torch.inference_mode():
                     self._drop_cancelled()
-                    self._prefill_chunk()
-                    self._decode_step()
+                    self._forward()
             except Exception as error:  # a failure fails the requests in flight, not the engine
                 log.exception("generation step failed")
                 for request in list(self._running):
@@ -255,36 +265,58 @@ class Scheduler:
                 request.output.finish("cancelled")
                 self._finish(request)
 
-    def _prefill_chunk(self) -> None:
+    def _forward(self) -> None:
+        """One forward of the model: a chunk of the oldest prompt still being read beside one decode step of every
+        running answer, so that the weights are read once for both (either may be absent)."""
+        decoding = [r for r in self._running if r.decoding]
         reading = [r for r in self._running if not r.decoding]
-        if not reading:
+        prompt = min(reading, key=lambda r: r.submitted) if reading else None  # oldest first
+        chunk = self._chunk(prompt, whole=not decoding) if prompt is not None else None
+        step = self._decode_segment(decoding) if decoding else None
+        if chunk is None and step is None:
             return
-        request = min(reading, key=lambda r: r.submitted)  # oldest first
+        if chunk is None:
+            assert step is not None
+            logits = [self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # a graph may replay it
+        else:
+            logits = self.model.forward_segments([chunk] if step is None else [chunk, step])
+        if prompt is not None and chunk is not None:
+            self._read(prompt, chunk.tokens.shape[1], logits[0])
+        if decoding:
+            self.steps += 1
+            self._advance(decoding, logits[-1])
+
+    def _chunk(self, request: Request, whole: bool) -> Segment:
+        """The request's next prompt tokens: all of them when nothing else is decoding (larger matmuls), else
+        prefill_chunk, so that the running answers are not stalled for long; a rest of up to half a chunk more
+        goes along rather than costing a forward of its own (each forward has a fixed cost)."""
         assert request.slot is not None
-        chunk_tokens = self.settings.prefill_chunk if any(r.decoding for r in self._running) else None
-        chunk = request.prompt_ids[request.filled :][:chunk_tokens]
+        rest, chunk = request.prompt_ids[request.filled :], self.settings.prefill_chunk
+        ids = rest if whole or len(rest) <= chunk * 3 // 2 else rest[:chunk]
         row = request.slot.index
-        tokens = torch.tensor([chunk], device=self.device)
-        logits = self.model(tokens, self.cache.rows(row, row + 1), request.filled)
-        request.filled += len(chunk)
+        return Segment(torch.tensor([ids], device=self.device), self.cache.rows(row, row + 1), request.filled)
+
+    def _read(self, request: Request, count: int, logits: Tensor) -> None:
+        assert request.slot is not None
+        request.filled += count
         request.slot.token_ids = request.prompt_ids[: request.filled]
         if request.filled == len(request.prompt_ids):
             self._take(request, self._choose(request, logits))
 
-    def _decode_step(self) -> None:
-        decoding = [r for r in self._running if r.decoding]
-        if not decoding:
-            return
+    def _decode_segment(self, decoding: list[Request]) -> Segment:
+        """Every decoding request's next token at its own position, in the cache rows 0..n-1 (n = 1 + the highest
+        slot in use); rows without a decoding request write to their scratch slot and are not read."""
         rows = 1 + max(r.slot.index for r in decoding)  # type: ignore[union-attr]
-        scratch = self.settings.slot_tokens - 1  # rows without a request write here, never read
+        scratch = self.settings.slot_tokens - 1  # never part of a request's tokens
         tokens = torch.zeros(rows, 1, dtype=torch.long)
         positions = torch.full((rows,), scratch, dtype=torch.long)
         for request in decoding:
             tokens[request.slot.index, 0] = request.next_token  # type: ignore[union-attr]
             positions[request.slot.index] = request.filled  # type: ignore[union-attr]
         attend_len = 1 + max(r.filled for r in decoding)
-        logits = self._step(tokens.to(self.device), self.cache.rows(0, rows), positions.to(self.device), attend_len)
-        self.steps += 1
+        return Segment(tokens.to(self.device), self.cache.rows(0, rows), positions.to(self.device), attend_len)
+
+    def _advance(self, decoding: list[Request], logits: Tensor) -> None:
         chosen = self._choose_all(decoding, logits)
         for request, token in zip(decoding, chosen, strict=True):
             request.filled += 1
@@ -331,3 +363,9 @@ class Scheduler:
         if tail:
             request.sink.on_delta(tail)
         request.sink.on_finish(request.output.result(len(request.prompt_ids)))
+
+
+def _stop_at_exit(scheduler: weakref.ref[Scheduler]) -> None:
+    live = scheduler()
+    if live is not None and live._thread is not None:
+        live.shutdown(EngineStoppedError("The process is exiting."))

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from models import Generator, SamplingParams
+from models.kv_cache import KVCache
 from models.loading import build_model, load_gguf
-from models.model import KVCache
 
 pytestmark = [
     pytest.mark.gpu,

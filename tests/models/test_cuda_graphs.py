@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from models.cuda_graphs import SMALLEST_ATTENTION_BUCKET, attention_bucket
+from models.kv_cache import KVCache
 from models.loading import build_model, config_from_hf
-from models.model import KVCache
 
 
 def test_bucket_is_the_smallest_power_of_two_span_holding_the_filled_part() -> None:

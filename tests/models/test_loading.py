@@ -9,6 +9,7 @@ import gguf
 import pytest
 import torch
 
+from models.kv_cache import KVCache
 from models.loading import (
     WeightLoadError,
     build_model,
@@ -17,7 +18,7 @@ from models.loading import (
     permute_rotary_rows,
     unpermute_rotary_rows,
 )
-from models.model import KVCache, Transformer
+from models.model import Transformer
 
 TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120]])
 

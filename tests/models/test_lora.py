@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from models import Generator
+from models.kv_cache import KVCache
 from models.lora import (
     ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,
@@ -22,7 +23,7 @@ from models.lora import (
     merge_lora,
     save_adapter,
 )
-from models.model import KVCache, ModelConfig, Transformer
+from models.model import ModelConfig, Transformer
 
 
 def tiny_model(seed: int = 0) -> Transformer:

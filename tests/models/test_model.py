@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from models.kv_cache import KVCache
 from models.loading import build_model, config_from_hf
-from models.model import CPU_QUERY_BLOCK, SPLIT_WEIGHT_MAX_ROWS, KVCache, Linear, Transformer, _row_splits
+from models.model import CPU_QUERY_BLOCK, SPLIT_WEIGHT_MAX_ROWS, Linear, Transformer, _row_splits
 
 TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120, 64, 33, 2]])
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from models import Generator, SamplingParams
+from models.kv_cache import KVCache
 from models.loading import build_model, load_gguf
-from models.model import KVCache
 from models.quantize import Int8Linear, quantize_int8
 
 TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120]])

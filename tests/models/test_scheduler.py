@@ -3,8 +3,11 @@ and get exactly what they would get alone; slots are freed at once; a long promp
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +118,45 @@ def test_a_waiting_request_that_is_cancelled_leaves_at_once(tiny_gguf) -> None:
     assert waiting.finish_reason == "cancelled" and waiting.generated_tokens == 0
     assert busy.finish_reason is None and generator.scheduler.waiting == 0
     busy.close()
+
+
+def test_a_prompt_chunk_and_the_decode_step_share_one_forward(tiny_gguf) -> None:
+    """While answers decode, each forward holds a chunk of the new prompt and the running rows' next tokens."""
+    generator = engine(tiny_gguf, slots=2, prefill_chunk=8)
+    model = generator.model
+    forwards: list[list[tuple[int, ...]]] = []
+    forward_segments = model.forward_segments
+
+    def recording(segments, *args, **kwargs):
+        forwards.append([tuple(segment.tokens.shape) for segment in segments])
+        return forward_segments(segments, *args, **kwargs)
+
+    model.forward_segments = recording
+    running = generator.stream("hello", SamplingParams(max_new_tokens=200, ignore_eos=True))
+    next(running)
+    forwards.clear()
+    long_prompt = " ".join(["word"] * 40)
+    joined = generator.generate([long_prompt], SamplingParams(max_new_tokens=1))[0]
+    running.close()
+    with_chunk = [shapes for shapes in forwards if shapes[0][1] > 1]  # a chunk comes first, (1, n)
+    assert joined.generated_tokens == 1
+    assert sum(shapes[0][1] for shapes in with_chunk) == generator.count_tokens(long_prompt)
+    assert len(with_chunk) > 10 and all(shapes[0][1] <= 12 for shapes in with_chunk)  # chunks of 8, a rest <= 12
+    assert all(shapes[1:] == [(1, 1)] for shapes in with_chunk)  # every chunk rode with the decode step
+
+
+def test_a_process_exiting_mid_answer_exits_cleanly(tiny_gguf) -> None:
+    """Exiting while the loop is inside a forward used to abort the process (torch's threads torn down)."""
+    script = (
+        "import sys, time\n"
+        "from models import Generator, SamplingParams\n"
+        f"generator = Generator.from_pretrained({str(tiny_gguf)!r}, device='cpu')\n"
+        "stream = generator.stream(' '.join(['word'] * 10), SamplingParams(max_new_tokens=150, ignore_eos=True))\n"
+        "next(iter(stream)); time.sleep(0.05)\n"
+        "print('exiting', flush=True)\n"
+    )
+    for _ in range(3):  # the abort came on most exits, not all
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "exiting" in done.stdout

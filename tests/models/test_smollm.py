@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from models import Generator, SamplingParams
-from models.model import KVCache
+from models.kv_cache import KVCache
 
 pytestmark = pytest.mark.slow
 

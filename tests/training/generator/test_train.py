@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from answering.prompt import NOT_COVERED_ANSWER, Passage, PromptBuilder
+from models.kv_cache import KVCache
 from models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, read_adapter
-from models.model import KVCache, ModelConfig, Transformer
+from models.model import ModelConfig, Transformer
 from models.tokenizer import Tokenizer
 from training.generator.data import GroundedExample
 from training.generator.train import Trainer, TrainSettings, answer_loss, lr_multiplier, tokenize_example
