@@ -16,8 +16,8 @@ glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is
 @glibc
 def test_a_freed_block_is_reused_without_page_faults() -> None:
     """40 MB is above glibc's largest dynamic mmap threshold (32 MB): without the setting every such block is a
-    fresh mapping, faulted in page by page each time (here 51,000-61,000 faults for the five rounds below; with
-    it 0, at most 5,000 where glibc realigns a block)."""
+    fresh mapping, faulted in page by page each time (here 33,000-61,000 faults of this thread for the five rounds
+    below, by thread count; with it 0-5,000, where glibc realigns a block)."""
     assert retain_freed_memory()
     size = 40 << 20
     assert size < MMAP_THRESHOLD_BYTES
