@@ -1,9 +1,11 @@
 """The generator engine: an in-house decoder-only transformer (SmolLM2 / Llama / Qwen2 family) and what runs it.
 
-    model.py        the transformer in one file (config, RMSNorm, attention, MLP, block, KV cache)
+    model.py        the transformer in one file (config, RMSNorm, attention, MLP, block, segments)
+    kv_cache.py     the KV cache, where new tokens go in it and what they may see
     loading.py      GGUF and Hugging Face safetensors weights      tokenizer.py  BPE + chat template
     sampling.py     next-token choice                              detokenize.py incremental text, stop strings
     engine.py       Generator: prefill, decode, prefix reuse       streams.py    sync and async text streams
+    scheduler.py    continuous batching: one loop, prompt chunks and decode rows in one forward
     beam_search.py  beam search                                    cuda_graphs.py  CUDA-graph decode steps
     lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
 """

@@ -10,7 +10,7 @@ import torch
 
 from models.kv_cache import KVCache
 from models.loading import build_model, config_from_hf
-from models.model import CPU_QUERY_BLOCK, SPLIT_WEIGHT_MAX_ROWS, Linear, Transformer, _row_splits
+from models.model import CPU_QUERY_BLOCK, SPLIT_WEIGHT_MAX_ROWS, Linear, Segment, Transformer, _row_splits
 
 TOKENS = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 8, 120, 64, 33, 2]])
 
@@ -171,3 +171,31 @@ def test_generation_path_uses_no_modeling_library() -> None:
     package = Path(__file__).resolve().parents[2] / "models"
     offenders = [p.name for p in package.glob("*.py") if forbidden.search(p.read_text())]
     assert offenders == []
+
+
+def test_segments_in_one_forward_equal_separate_forwards(hf_llama) -> None:
+    """Continuous batching's mixed step: a prompt chunk of one row beside a decode step of other rows, in one
+    forward, gives the logits and writes the keys and values that two forwards would."""
+    model = ours_from_hf(hf_llama)
+    prompts = [[5, 17, 42, 99], [3, 250, 7]]
+    chunk = torch.tensor([[8, 120, 64, 33, 2, 9]])
+    caches = {}
+    for mixed in (False, True):
+        cache = KVCache.allocate(model.config, 3, 32, torch.device("cpu"), torch.float32)
+        with torch.no_grad():
+            model(torch.tensor([[11, 12]]), cache.rows(2, 3), 0)  # row 2 already holds two prompt tokens
+            for row, ids in enumerate(prompts):
+                model(torch.tensor([ids]), cache.rows(row, row + 1), 0)
+            step = Segment(torch.tensor([[7], [11]]), cache.rows(0, 2), torch.tensor([4, 3]))
+            prompt_chunk = Segment(chunk, cache.rows(2, 3), 2)
+            if mixed:
+                logits = model.forward_segments([prompt_chunk, step])
+            else:
+                logits = [model.forward_segments([segment])[0] for segment in (prompt_chunk, step)]
+        caches[mixed] = (cache, logits)
+    (separate_cache, separate), (mixed_cache, mixed) = caches[False], caches[True]
+    assert [t.shape for t in mixed] == [(1, model.config.vocab_size), (2, model.config.vocab_size)]
+    for got, expected in zip(mixed, separate, strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    for got, expected in zip(mixed_cache.k + mixed_cache.v, separate_cache.k + separate_cache.v, strict=True):
+        torch.testing.assert_close(got[:, :, :8], expected[:, :, :8], atol=1e-4, rtol=1e-4)
