@@ -71,7 +71,9 @@ class GenerationQueueSettings(BaseModel):
     queue_size: int = Field(16, ge=0, le=1000, description="Answers waiting for a slot; beyond them, 429.")
     slot_tokens: int = Field(2048, ge=256, le=32768, description="KV cache per slot: prompt plus answer tokens.")
     prefill_chunk: int = Field(
-        256, ge=16, le=4096, description="Prompt tokens per prefill step while other answers stream (alone: one step)."
+        256, ge=16, le=4096,
+        description="Prompt tokens per forward while other answers stream, which decode in the same forward "
+                    "(a rest of up to half a chunk joins the last chunk; alone: the whole prompt at once).",
     )
     timeout_s: float = Field(120.0, gt=0, le=3600)
     retry_after_s: int = Field(5, ge=1, le=600)

@@ -70,7 +70,7 @@ class BenchmarkSettings:
     random_weights: bool = False
     skip_baseline: bool = False
     skip_int8: bool = False  # CPU only: also time our engine with weight-only int8 (models/quantize.py)
-    ttft_rounds: int = 5  # cold time-to-first-token rounds, ours and transformers' alternately (medians)
+    ttft_rounds: int = 9  # cold time-to-first-token rounds, ours and transformers' alternately (medians)
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
