@@ -299,10 +299,10 @@ def run(settings: BenchmarkSettings) -> dict:
         ttft["transformers"].append(wall)
         ttft["transformers_cpu"].append(cpu)  # (includes one decode step)
 
+    measures = [ours_cold] if hf is None else [ours_cold, theirs_cold]
     for round_number in range(settings.ttft_rounds):  # who goes first alternates too
-        for measure in (ours_cold, theirs_cold)[:: 1 if round_number % 2 == 0 else -1]:
-            if measure is ours_cold or hf is not None:
-                measure()
+        for measure in measures if round_number % 2 == 0 else measures[::-1]:
+            measure()
     ours_ttft_cold = statistics.median(ttft["ours"])
     rows["decode_tokens_per_s_batch1"] = {"ours": ours_decode}
     rows["ttft_s_rag_prompt"] = {"ours": ours_ttft_cold}

@@ -358,8 +358,8 @@ class Transformer(nn.Module):
         still writes the keys and values of all tokens)."""
         groups = [self._place(segment) for segment in segments]
         x = self.embed_tokens(torch.cat([segment.tokens.reshape(-1) for segment in segments]))
-        keep = None
-        if last_only:  # each row's last token, in the flattened order
+        keep = None  # the rows the last layer computes: each row's last token, in the flattened order
+        if last_only and any(group.new > 1 for group in groups):  # (a decode step's rows are all last tokens)
             offsets = itertools.accumulate([group.tokens for group in groups], initial=0)
             keep = torch.cat([first + group.new - 1 + group.new * torch.arange(group.batch, device=x.device)
                               for first, group in zip(offsets, groups, strict=False)])  # fmt: skip

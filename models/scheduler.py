@@ -142,7 +142,9 @@ class Scheduler:
         self._condition = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
-        self._stops_at_exit = False
+        # A process that exits while the loop is inside a forward aborts (torch's threads are torn down under it):
+        # at exit, stop the loop after its current step. A weak reference, so the cache can still be freed.
+        atexit.register(_stop_at_exit, weakref.ref(self))
         self.steps = 0  # decode steps taken (for metrics)
         self.reused_tokens = 0  # prompt tokens not computed again thanks to a slot's cached prefix
 
@@ -209,11 +211,6 @@ class Scheduler:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="aer-rag-scheduler", daemon=True)
             self._thread.start()
-            # A process that exits while the loop is inside a forward aborts (torch's threads are torn down under
-            # it): at exit, stop the loop after its current step. A weak reference, so the cache can be freed.
-            if not self._stops_at_exit:
-                atexit.register(_stop_at_exit, weakref.ref(self))
-                self._stops_at_exit = True
 
     def _loop(self) -> None:
         torch.set_grad_enabled(False)
