@@ -1,21 +1,25 @@
-"""Decide, before generating anything, whether the retrieved passages answer the question.
+"""Decide, before generating anything, which retrieved passages answer the question.
 
-A small logistic model turns retrieval signals into P(a retrieved passage answers the question):
+Each passage the decision weighs (the top `evidence_k` of the search) gets P(this passage answers the question)
+from a small logistic model over its own signals:
 
-  rerank_best     the cross-encoder's best score over the reranked candidates
-  rerank_margin   that best score minus the best score of any other document among them
-  dense_best      the best prompt passage's dense (bi-encoder) cosine to the question
-  bm25_agreement  1 / log2(1 + BM25 rank) of the top passage (0 when BM25 did not find it)
-  specifics_unmatched  share of the question's named specifics (places, programmes, years) that no prompt
-                  passage mentions: the mark of a near miss (answering/specifics.py)
+  answer_logit        the reranker's answer head: reads question and passage together (retrieval/answer_head.py)
+  relevance           the reranker's score of the passage (its cross-encoder plus bi-encoder term)
+  relevance_gap       the best relevance among the reranked candidates minus this passage's
+  dense               the passage's bi-encoder cosine to the question
+  rank_weight         1 / log2(1 + its rank after reranking)
+  specifics_unmatched share of the question's named specifics (places, programmes, years) that the passage never
+                      mentions: the mark of a near miss (answering/specifics.py)
 
-It is fitted on the project's written training questions, answerable and verified-unanswerable, over the training
-corpus (python -m training.answerability); its two thresholds are chosen on the development set's calibration
-half. Three outcomes:
-  * covered      P >= answer_from: answer, and the generator may not decline;
-  * partial      decline_below <= P < answer_from: answer from the closest papers, saying plainly first that
-                 they do not address the question directly;
-  * not_covered  P < decline_below: decline without generating.
+It is fitted on the project's written training questions (python -m training.answerability): positives are
+the abstracts that answer them, negatives the retrieved neighbours that do not and the passages retrieved for
+verified-unanswerable questions. Its three thresholds are chosen on the development set's calibration half:
+  * covered      the best passage has P >= answer_from: it answers, and so does every other passage with
+                 P >= also_from (a lower bar: once the question is answerable, a second paper needs less
+                 evidence), up to the answer's paper limit, in rank order;
+  * partial      the best has decline_below <= P < answer_from: answer from it alone, saying plainly first that
+                 it may not address the question directly;
+  * not_covered  otherwise: decline without generating.
 When the passages were not reranked, a model over the dense and BM25 signals alone decides.
 """
 
@@ -34,8 +38,8 @@ from answering.specifics import unmatched_specifics
 from retrieval.types import RetrievedChunk
 
 DEFAULT_MODEL_PATH = Path(__file__).resolve().parents[1] / "models" / "weights" / "answerability.json"
-FEATURES = ("rerank_best", "rerank_margin", "dense_best", "bm25_agreement", "specifics_unmatched")
-DENSE_FEATURES = ("dense_best", "bm25_agreement", "specifics_unmatched")
+FEATURES = ("answer_logit", "relevance", "relevance_gap", "dense", "rank_weight", "specifics_unmatched")
+DENSE_FEATURES = ("dense", "dense_gap", "bm25_weight", "specifics_unmatched")
 Coverage = Literal["covered", "partial", "not_covered"]
 
 
@@ -48,6 +52,7 @@ class AnswerabilitySettings(BaseModel):
     model_path: Path | None = Field(DEFAULT_MODEL_PATH, description="Fitted model (JSON); empty: no decision.")
     decline_below: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
     answer_from: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
+    also_from: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
 
     @field_validator("model_path", mode="before")
     @classmethod
@@ -59,6 +64,8 @@ class AnswerabilitySettings(BaseModel):
         low, high = self.decline_below, self.answer_from
         if low is not None and high is not None and high < low:
             raise ValueError(f"answer_from ({high}) must not be below decline_below ({low}).")
+        if self.also_from is not None and high is not None and self.also_from > high:
+            raise ValueError(f"also_from ({self.also_from}) must not be above answer_from ({high}).")
         return self
 
 
@@ -90,11 +97,19 @@ class LogisticModel:
 
 
 @dataclass(frozen=True)
+class PassageJudgement:
+    position: int  # 0-based, into the passages judged (the search's order)
+    probability: float  # P(this passage answers the question)
+    features: dict[str, float]
+
+
+@dataclass(frozen=True)
 class AnswerabilityVerdict:
     coverage: Coverage
-    probability: float
-    features: dict[str, float]
+    probability: float  # the best passage's
     reason: str
+    judgements: tuple[PassageJudgement, ...] = ()
+    answering: tuple[int, ...] = ()  # positions of the passages the answer is written from, in rank order
 
     @property
     def covered(self) -> bool:
@@ -102,46 +117,83 @@ class AnswerabilityVerdict:
 
     @property
     def answers(self) -> bool:
-        """Whether an answer is generated (fully, or from the closest papers)."""
+        """Whether an answer is generated (fully, or from the closest paper)."""
         return self.coverage != "not_covered"
 
+    @property
+    def features(self) -> dict[str, float]:
+        """The best passage's signals."""
+        best = max(self.judgements, key=lambda j: j.probability, default=None)
+        return best.features if best else {}
 
-def retrieval_signals(question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
-                      pool: Sequence[RetrievedChunk]) -> dict[str, float]:  # fmt: skip
-    """The features of a search: `passages` are the prompt's passages and dense_scores their cosines to the
-    question; `pool` is the last stage's candidates best first (the reranked ones when the reranker ran)."""
-    signals = {"dense_best": max(dense_scores, default=0.0)}
-    texts = [f"{hit.chunk.title} {hit.chunk.text}" for hit in passages]
-    signals["specifics_unmatched"] = unmatched_specifics(question, texts)
-    bm25_rank = pool[0].bm25_rank if pool else None
-    signals["bm25_agreement"] = 1.0 / math.log2(1 + bm25_rank) if bm25_rank else 0.0
-    scores: dict[str, float] = {}  # each document's best cross-encoder score
-    for hit in pool:
-        if hit.rerank_score is not None:
-            scores[hit.chunk.doc_id] = max(scores.get(hit.chunk.doc_id, -math.inf), hit.rerank_score)
-    if scores:
-        ordered = sorted(scores.values(), reverse=True)
-        signals["rerank_best"] = ordered[0]
-        signals["rerank_margin"] = ordered[0] - ordered[1] if len(ordered) > 1 else 0.0
-    return signals
+
+def _weight_of_rank(rank: int | None) -> float:
+    return 1.0 / math.log2(1 + rank) if rank else 0.0
+
+
+def passage_signals(question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
+                    pool: Sequence[RetrievedChunk]) -> list[dict[str, float]]:  # fmt: skip
+    """Each passage's features: `passages` are the ones judged, dense_scores their cosines to the question, `pool`
+    the last stage's candidates best first (the reranked ones when the reranker ran)."""
+    best_dense = max(dense_scores, default=0.0)
+    relevances = [hit.rerank_score for hit in pool if hit.rerank_score is not None]
+    best_relevance = max(relevances, default=None)
+    rows = []
+    for hit, dense in zip(passages, dense_scores, strict=True):
+        row = {
+            "dense": float(dense),
+            "dense_gap": float(best_dense - dense),
+            "bm25_weight": _weight_of_rank(hit.bm25_rank),
+            "specifics_unmatched": unmatched_specifics(question, [f"{hit.chunk.title} {hit.chunk.text}"]),
+        }
+        if hit.rerank_score is not None and best_relevance is not None:
+            row["relevance"] = hit.rerank_score
+            row["relevance_gap"] = best_relevance - hit.rerank_score
+            row["rank_weight"] = _weight_of_rank(hit.rerank_rank)
+        if hit.answer_logit is not None:
+            row["answer_logit"] = hit.answer_logit
+        rows.append(row)
+    return rows
+
+
+def select_answering(probabilities: Sequence[float], doc_ids: Sequence[str], answer_from: float, also_from: float,
+                     max_papers: int) -> list[int]:  # fmt: skip
+    """Positions of the passages an answer is written from: none unless the best reaches answer_from; then it and
+    every passage reaching also_from, one per paper (its first, or the best), the most probable kept past
+    max_papers, in rank order."""
+    if not probabilities:
+        return []
+    best = max(range(len(probabilities)), key=lambda i: probabilities[i])
+    if probabilities[best] < answer_from:
+        return []
+    chosen: dict[str, int] = {}
+    for position, (probability, doc_id) in enumerate(zip(probabilities, doc_ids, strict=True)):
+        if (position == best or probability >= also_from) and (doc_id not in chosen or position == best):
+            chosen[doc_id] = position
+    kept = sorted(chosen.values(), key=lambda i: (i != best, -probabilities[i]))[:max_papers]
+    return sorted(kept)
 
 
 class AnswerabilityModel:
-    """Entry point: `assess(pool, dense_scores)` -> AnswerabilityVerdict."""
+    """Entry point: `assess(question, passages, dense_scores, pool, max_papers)` -> AnswerabilityVerdict."""
 
     def __init__(self, reranked: LogisticModel, dense_only: LogisticModel, decline_below: float, answer_from: float,
-                 source: str = "") -> None:  # fmt: skip
-        if not 0.0 <= decline_below <= answer_from <= 1.0:
-            raise ValueError(f"Need 0 <= decline_below ({decline_below}) <= answer_from ({answer_from}) <= 1.")
+                 also_from: float | None = None, source: str = "") -> None:  # fmt: skip
+        """also_from None: the same bar as answer_from."""
+        also_from = answer_from if also_from is None else also_from
+        if not 0.0 <= decline_below <= answer_from <= 1.0 or not 0.0 <= also_from <= answer_from:
+            raise ValueError(f"Need 0 <= decline_below ({decline_below}) <= answer_from ({answer_from}) <= 1 and "
+                             f"0 <= also_from ({also_from}) <= answer_from.")  # fmt: skip
         self.reranked = reranked
         self.dense_only = dense_only
         self.decline_below = decline_below
         self.answer_from = answer_from
+        self.also_from = also_from
         self.source = source
 
     @classmethod
-    def load(cls, path: Path, decline_below: float | None = None, answer_from: float | None = None
-             ) -> AnswerabilityModel:  # fmt: skip
+    def load(cls, path: Path, decline_below: float | None = None, answer_from: float | None = None,
+             also_from: float | None = None) -> AnswerabilityModel:  # fmt: skip
         try:
             data = json.loads(Path(path).read_text())
             reranked = LogisticModel.from_json(data["reranked"])
@@ -153,6 +205,7 @@ class AnswerabilityModel:
             reranked, dense_only,
             thresholds["decline_below"] if decline_below is None else decline_below,
             thresholds["answer_from"] if answer_from is None else answer_from,
+            thresholds.get("also_from") if also_from is None else also_from,
             data.get("reranker", ""),
         )  # fmt: skip
 
@@ -160,24 +213,36 @@ class AnswerabilityModel:
     def from_settings(cls, settings: AnswerabilitySettings) -> AnswerabilityModel | None:
         if settings.model_path is None:
             return None
-        return cls.load(settings.model_path, settings.decline_below, settings.answer_from)
+        return cls.load(settings.model_path, settings.decline_below, settings.answer_from, settings.also_from)
+
+    def probabilities(self, question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
+                      pool: Sequence[RetrievedChunk]) -> list[PassageJudgement]:  # fmt: skip
+        """P(answers) of each passage (the reranked model where every passage has its signals)."""
+        rows = passage_signals(question, passages, dense_scores, pool)
+        reranked = bool(rows) and all(set(self.reranked.features) <= set(row) for row in rows)
+        model = self.reranked if reranked else self.dense_only
+        return [PassageJudgement(i, model.probability(row), row) for i, row in enumerate(rows)]
 
     def assess(self, question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
-               pool: Sequence[RetrievedChunk]) -> AnswerabilityVerdict:  # fmt: skip
-        """As retrieval_signals: the prompt passages with their cosines, and the search's last-stage pool."""
-        if not pool:
-            return AnswerabilityVerdict("not_covered", 0.0, {}, "no passage matched the question")
-        signals = retrieval_signals(question, passages, dense_scores, pool)
-        model = self.reranked if "rerank_best" in signals else self.dense_only
-        probability = model.probability(signals)
-        if probability >= self.answer_from:
+               pool: Sequence[RetrievedChunk], max_papers: int = 5) -> AnswerabilityVerdict:  # fmt: skip
+        """Judge each passage (as passage_signals); the answer is written from at most max_papers of them, one
+        passage per paper."""
+        if not pool or not passages:
+            return AnswerabilityVerdict("not_covered", 0.0, "no passage matched the question")
+        judgements = tuple(self.probabilities(question, passages, dense_scores, pool))
+        best = max(judgements, key=lambda j: j.probability)
+        answering = select_answering([j.probability for j in judgements],
+                                     [passages[j.position].chunk.doc_id for j in judgements],
+                                     self.answer_from, self.also_from, max_papers)  # fmt: skip
+        if answering:
             coverage: Coverage = "covered"
-            reason = f"P(answered) {probability:.2f} is at least {self.answer_from:.2f}"
-        elif probability >= self.decline_below:
-            coverage = "partial"
-            reason = (f"P(answered) {probability:.2f} is between {self.decline_below:.2f} and {self.answer_from:.2f}: "
-                      "related passages that may not answer it directly")  # fmt: skip
+            reason = (f"{len(answering)} passage(s) answer it (the best's P(answers) {best.probability:.2f} is at "
+                      f"least {self.answer_from:.2f}; others from {self.also_from:.2f})")  # fmt: skip
+        elif best.probability >= self.decline_below:
+            coverage, answering = "partial", [best.position]
+            reason = (f"no passage reaches P(answers) {self.answer_from:.2f}; the closest "
+                      f"({best.probability:.2f}) is a related paper that may not answer it directly")
         else:
             coverage = "not_covered"
-            reason = f"P(answered) {probability:.2f} is below {self.decline_below:.2f}"
-        return AnswerabilityVerdict(coverage, probability, signals, reason)
+            reason = f"no passage reaches P(answers) {self.decline_below:.2f} (best {best.probability:.2f})"
+        return AnswerabilityVerdict(coverage, best.probability, reason, judgements, tuple(answering))

@@ -1,7 +1,8 @@
-"""Answering: search, decide whether the passages answer at all, put each passage's answering sentences first,
-build the prompt, then (after generation) measure what supports each answer sentence. Generation itself is the
-caller's (the service's queue, or a benchmark's generator): `prepare` says what to generate, `finish` turns the
-generated text into an Answer."""
+"""Answering: search, decide which passages answer, build one prompt per answering paper (its sentences that
+answer the question first), then (after generation) compose the answer and measure what supports each sentence.
+Generation itself is the caller's (the service's queue, or a benchmark's generator): `prepare` says what to
+generate, an AnswerComposer (answering/compose.py) assembles the findings as they come, `finish` turns the
+composed text into an Answer."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage
-from answering.citations import SupportChecker, SupportReport
+from answering.citations import SupportChecker, SupportReport, is_refusal
+from answering.compose import AnswerComposer, compose_opening
 from answering.focus import SentenceFocus
-from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, BuiltPrompt, Passage, PromptBuilder
+from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from models import SamplingParams
 from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
 from retrieval.types import RetrievedChunk, SearchFilters
+
+MAX_PAPERS = 10  # findings in one answer at most
 
 
 class AnsweringSettings(BaseModel):
@@ -24,17 +28,17 @@ class AnsweringSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # One passage, the reranker's best: with two or three, the 135M generator often states the finding of a
-    # passage that does not answer the question (benchmarks/aer_dev.py, calibration half: a citation of the
-    # answering abstract in 0.885 of answerable questions with 1 passage, 0.654 with 2, 0.673 with 3).
-    top_k: int = Field(1, ge=1, le=20, description="Passages put into the prompt by default.")
-    # The answerability model was fitted on the top 3 passages' signals: it weighs them whatever top_k is.
-    evidence_k: int = Field(3, ge=1, le=20, description="Top passages the answerability decision weighs.")
+    # Each answering paper gets a prompt of its own: with two or three passages in one prompt, the 135M generator
+    # often states the finding of a passage that does not answer the question (calibration half: a citation of
+    # the answering abstract in 0.885 of answerable questions with 1 passage, 0.654 with 2, 0.673 with 3).
+    top_k: int = Field(5, ge=1, le=MAX_PAPERS, description="Papers an answer is written from at most (the "
+                       "passages that answer, in rank order), one finding each.")  # fmt: skip
+    evidence_k: int = Field(8, ge=1, le=20, description="Top passages the decision judges and the answer lists.")
     # Calibrated by benchmarks/calibrate_support.py on non-AER economics abstracts.
     support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     # Chosen on the grounded validation split (benchmarks/grounded_eval.py): greedy with no repeated
     # 4-grams stops loops; a repetition penalty would punish re-citing [1].
-    max_new_tokens: int = Field(160, ge=1, le=1024)
+    max_new_tokens: int = Field(96, ge=1, le=1024, description="Tokens generated at most per paper's finding.")
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0)
     no_repeat_ngram_size: int = Field(4, ge=0, le=10)
 
@@ -54,7 +58,7 @@ class GenerationOptions:
 @dataclass(frozen=True)
 class Question:
     query: str
-    top_k: int | None = None  # passages in the prompt (None: the settings' default)
+    top_k: int | None = None  # papers the answer is written from at most (None: the settings' default)
     mode: str = "hybrid"
     rerank: bool | None = None
     filters: SearchFilters | None = None
@@ -73,26 +77,57 @@ class GenerationOutcome:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class FindingPrompt:
+    """What one answering paper's finding is generated from: its passage alone, numbered [1] in the prompt."""
+
+    passage: int  # the passage's number in the answer (PreparedAnswer.passages)
+    prompt: BuiltPrompt
+    probability: float | None  # the decision's P(this passage answers); None when no decision was made
+
+
 @dataclass
 class PreparedAnswer:
-    """Everything decided before generation starts; `prompt` is None when nothing will be generated."""
+    """Everything decided before generation starts; `findings` is empty when nothing will be generated."""
 
     query: str
     search: SearchOutcome
     passages: list[Passage]  # passages[i] shows hits[i], numbered from 1
     hits: list[RetrievedChunk]
-    prompt: BuiltPrompt | None
+    findings: list[FindingPrompt]  # one per answering paper, most relevant first
     params: SamplingParams
     verdict: AnswerabilityVerdict | None  # None: the decision was not made (switched off)
     timer: StageTimer
     notes: list[str] = field(default_factory=list)
-    preface: str | None = None  # said before the generated text (a partial answer's caveat)
+    opening: str = ""  # the answer's first sentence: how many papers answer, or a partial answer's caveat
+    dropped_passages: int = 0  # answering passages left out: with their answer, they do not fit the context
+
+    @property
+    def generates(self) -> bool:
+        return bool(self.findings)
 
     @property
     def coverage(self) -> Coverage | Literal["unchecked"]:
         if self.verdict is not None:
             return self.verdict.coverage
-        return "unchecked" if self.prompt is not None else "not_covered"
+        return "unchecked" if self.findings else "not_covered"
+
+    def composer(self) -> AnswerComposer:
+        """Assembles the findings, in this answer's order, as they are generated."""
+        return AnswerComposer(self.opening, [finding.passage for finding in self.findings])
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One paper's finding in the answer, with the check of its support by its own passage."""
+
+    passage: int
+    hit: RetrievedChunk
+    text: str
+    probability: float | None
+    supported: bool
+    supporting_sentence: str | None
+    similarity: float | None
 
 
 @dataclass(frozen=True)
@@ -112,10 +147,14 @@ class Answer:
     prepared: PreparedAnswer
     usage: Usage
     notes: list[str]
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def coverage(self) -> str:
-        """covered | partial (answered from the closest papers, with a caveat) | not_covered | unchecked."""
+        """covered | partial (answered from the closest paper, with a caveat) | not_covered | unchecked."""
+        # Without the decision the generator may decline every paper, in the service's own sentence: no answer.
+        if not self.prepared.generates or not self.findings:
+            return "not_covered"
         return self.prepared.coverage
 
     @property
@@ -124,7 +163,7 @@ class Answer:
 
     @property
     def confidence(self) -> float | None:
-        """The answerability model's P(a retrieved passage answers the question)."""
+        """The decision's P(the best passage answers the question)."""
         return round(self.prepared.verdict.probability, 4) if self.prepared.verdict else None
 
     @property
@@ -133,7 +172,7 @@ class Answer:
 
     @property
     def dropped_passages(self) -> int:
-        return self.prepared.prompt.dropped_passages if self.prepared.prompt else 0
+        return self.prepared.dropped_passages
 
     def hit_for(self, passage_number: int) -> RetrievedChunk:
         return self.prepared.hits[passage_number - 1]
@@ -183,68 +222,115 @@ class Answerer:
     def prepare(self, question: Question) -> PreparedAnswer:
         """Retrieve and decide; blocking (embedding, reranking), so async callers run it in a thread."""
         timer = StageTimer()
-        top_k, evidence_k = question.top_k or self.settings.top_k, self.settings.evidence_k
-        outcome = self.search.run(question.query, max(top_k, evidence_k), question.mode, question.filters,
-                                  question.rerank, timer)  # fmt: skip
-        hits, evidence = outcome.hits[:top_k], outcome.hits[:evidence_k]
+        max_papers = question.top_k or self.settings.top_k
+        evidence_k = max(self.settings.evidence_k, max_papers)
+        outcome = self.search.run(question.query, evidence_k, question.mode, question.filters, question.rerank,
+                                  timer)  # fmt: skip
+        hits = outcome.hits
         params = self.sampling_params(question.generation)
-        passages = to_passages(hits)
-        prepared = PreparedAnswer(question.query, outcome, passages, hits, None, params, None, timer)
+        prepared = PreparedAnswer(question.query, outcome, to_passages(hits), hits, [], params, None, timer)
         if not hits:
             prepared.notes.append("No passage matched the question and filters.")
             return prepared
 
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
-        check = self.answerability is not None and wanted
-        if check:
-            assert self.answerability is not None
+        probabilities: dict[int, float] = {}
+        if self.answerability is not None and wanted:
             with timer.stage("answerability"):
-                dense = self.search.dense_similarities(question.query, evidence)
-                prepared.verdict = self.answerability.assess(question.query, evidence, dense, outcome.pool)
-            if not prepared.verdict.answers:
+                dense = self.search.dense_similarities(question.query, hits)
+                verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers)
+            prepared.verdict = verdict
+            if not verdict.answers:
                 prepared.notes.append(
                     "The indexed abstracts do not appear to cover this question "
-                    f"({prepared.verdict.reason}); the closest passages are listed instead of an answer."
+                    f"({verdict.reason}); the closest passages are listed instead of an answer."
                 )
                 return prepared
-            # The decision is made: the generator answers from the passages and may not decline.
+            chosen = list(verdict.answering)
+            probabilities = {j.position: j.probability for j in verdict.judgements}
+            # The decision is made: each finding is written from its passage and may not decline.
             prepared.params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
-            if prepared.verdict.coverage == "partial":
-                prepared.preface = PARTIAL_ANSWER_PREFACE
-                prepared.notes.append(f"The answer comes from the closest papers ({prepared.verdict.reason}).")
+            if verdict.coverage == "partial":
+                prepared.notes.append(f"The answer comes from the closest paper ({verdict.reason}).")
+        else:
+            chosen = first_per_paper(hits, max_papers)
 
-        prompt_passages = passages
+        prepared.opening = compose_opening(len(chosen), partial=prepared.coverage == "partial")
+        # Each finding's prompt shows its passage alone, as [1].
+        alone = [replace(prepared.passages[position], number=1) for position in chosen]
         if self.focus is not None:
             with timer.stage("focus"):
-                prompt_passages = self.focus.apply(question.query, passages)
+                alone = self.focus.apply(question.query, alone)
         with timer.stage("prompt"):
-            prepared.prompt = self.prompts.build(question.query, prompt_passages, prepared.params.max_new_tokens)
-        if prepared.prompt.dropped_passages:
-            prepared.notes.append(
-                f"{prepared.prompt.dropped_passages} passage(s) were left out of the prompt so that it and "
-                "the answer fit the model's context."
-            )
+            for position, passage in zip(chosen, alone, strict=True):
+                prompt = self.prompts.build(question.query, [passage], prepared.params.max_new_tokens)
+                if prompt.passages:  # a passage too long for the context is left out
+                    prepared.findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position)))
+        prepared.dropped_passages = len(chosen) - len(prepared.findings)
+        if prepared.dropped_passages:
+            prepared.notes.append(f"{prepared.dropped_passages} answering passage(s) were left out of the prompts: "
+                                  "with an answer, they do not fit the model's context.")  # fmt: skip
+            prepared.opening = compose_opening(len(prepared.findings), partial=prepared.coverage == "partial")
         return prepared
 
-    def finish(self, prepared: PreparedAnswer, outcome: GenerationOutcome | None) -> Answer:
-        """Check support for each answer sentence and assemble the answer; blocking (embedding)."""
+    def finish(self, prepared: PreparedAnswer, composer: AnswerComposer | None,
+               outcomes: list[GenerationOutcome] | None) -> Answer:  # fmt: skip
+        """Check the composed answer's support, sentence by sentence and finding by finding, and assemble the
+        Answer; blocking (embedding). composer/outcomes None: nothing was generated (declined)."""
         timer = prepared.timer
-        if prepared.prompt is None or outcome is None:
-            text, finish_reason = NOT_COVERED_ANSWER, "not_covered"
-            report = SupportReport([], [])
-            usage = Usage(prompt_tokens=0, generated_tokens=0, tokens_per_second=None)
-        else:
-            timer.timings_ms["generate"] = round(outcome.seconds * 1000, 3)
-            text, finish_reason = outcome.text.strip(), outcome.finish_reason
-            if prepared.preface:
-                text = f"{prepared.preface} {text}"
+        findings: list[Finding] = []
+        text, finish_reason = NOT_COVERED_ANSWER, "not_covered"
+        report = SupportReport([], [])
+        usage = Usage(prompt_tokens=0, generated_tokens=0, tokens_per_second=None)
+        if prepared.generates and composer is not None and outcomes:
+            seconds = max(outcome.seconds for outcome in outcomes)
+            timer.timings_ms["generate"] = round(seconds * 1000, 3)
+            generated = sum(outcome.generated_tokens for outcome in outcomes)
+            speed = generated / seconds if seconds > 0 else None
+            usage = Usage(sum(o.prompt_tokens for o in outcomes), generated, round(speed, 2) if speed else None)
             with timer.stage("citations"):
-                report = self.checker.check(text, prepared.prompt.passages)
-            speed = outcome.generated_tokens / outcome.seconds if outcome.seconds > 0 else None
-            usage = Usage(outcome.prompt_tokens, outcome.generated_tokens, round(speed, 2) if speed else None)
+                for finding, finding_text in zip(prepared.findings, composer.finding_texts(), strict=True):
+                    if finding_text.strip() and not is_refusal(finding_text):
+                        findings.append(self._finding(finding, finding_text, prepared))
+                # Every paper declined (possible only without the decision): the service's own sentence stands.
+                if findings:
+                    text, finish_reason = " ".join(composer.text.split()), finish_reason_of(composer, outcomes)
+                    answer_passages = [prepared.passages[f.passage - 1] for f in prepared.findings]
+                    report = self.checker.check(text, answer_passages)
         notes = list(prepared.notes)
         if report.unsupported:
             notes.append(f"{len(report.unsupported)} answer sentence(s) are not supported by any passage.")
         if not prepared.search.reranked:
             notes.append("Reranking was off for this answer.")
-        return Answer(text, finish_reason, report, prepared, usage, notes)
+        return Answer(text, finish_reason, report, prepared, usage, notes, findings)
+
+    def _finding(self, finding: FindingPrompt, text: str, prepared: PreparedAnswer) -> Finding:
+        """A finding checked against its own passage: supported when one of its sentences is."""
+        own = prepared.passages[finding.passage - 1]
+        report = self.checker.check(text, [own])
+        best = max(report.citations, key=lambda c: c.similarity, default=None)
+        similarities = [s.similarity for s in report.sentences if s.similarity is not None]
+        return Finding(
+            finding.passage, prepared.hits[finding.passage - 1], " ".join(text.split()), finding.probability,
+            supported=best is not None, supporting_sentence=best.supporting_sentence if best else None,
+            similarity=round(max(similarities), 4) if similarities else None,
+        )  # fmt: skip
+
+
+def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:
+    """Positions of the first passage of each of the first `papers` papers."""
+    seen: list[str] = []
+    positions = []
+    for position, hit in enumerate(hits):
+        if hit.chunk.doc_id not in seen and len(seen) < papers:
+            seen.append(hit.chunk.doc_id)
+            positions.append(position)
+    return positions
+
+
+def finish_reason_of(composer: AnswerComposer, outcomes: list[GenerationOutcome]) -> str:
+    """stop, unless a finding's generation ended otherwise before it had its sentences (length, cancelled)."""
+    for finding, outcome in zip(composer.findings, outcomes, strict=True):
+        if outcome.finish_reason != "stop" and not finding.complete:
+            return outcome.finish_reason
+    return "stop"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, Passage
+from answering.prompt import NOT_COVERED_ANSWER, OPENING_PATTERN, PARTIAL_ANSWER_PREFACE, Passage
 from indexing.chunking import split_sentences
 
 CITATION_MARKER = re.compile(r"\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")
@@ -94,9 +94,14 @@ def is_refusal(text: str) -> bool:
     return REFUSAL_PHRASE in normalized(text)
 
 
+_OPENING = re.compile(OPENING_PATTERN)
+
+
 def is_service_sentence(text: str) -> bool:
-    """The service's own sentences (the refusal, the partial answer's preface): never a claim to support."""
-    return is_refusal(text) or normalized(PARTIAL_ANSWER_PREFACE) in normalized(text)
+    """The service's own sentences (the refusal, the partial answer's preface, the opening line that counts the
+    papers): never a claim to support."""
+    text = normalized(text)
+    return is_refusal(text) or normalized(PARTIAL_ANSWER_PREFACE) in text or bool(_OPENING.match(text))
 
 
 class SupportChecker:

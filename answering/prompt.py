@@ -13,6 +13,21 @@ NOT_COVERED_ANSWER = "The indexed abstracts do not answer this question."
 # What precedes an answer from the closest papers when they may not answer the question directly.
 PARTIAL_ANSWER_PREFACE = "The indexed abstracts do not address this question directly; the closest papers find this."
 
+_COUNTS = ("One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+
+
+def opening_line(papers: int) -> str:
+    """The first sentence of an answer from `papers` papers (the service's own: never a claim to support)."""
+    if papers == 1:
+        return "One paper in the indexed abstracts addresses this."
+    count = _COUNTS[papers - 1] if 1 <= papers <= len(_COUNTS) else str(papers)
+    return f"{count} papers in the indexed abstracts address this."
+
+
+OPENING_PATTERN = (
+    r"^(one|two|three|four|five|six|seven|eight|nine|ten|\d+) papers? in the indexed abstracts address(es)? this\.?$"
+)
+
 SYSTEM_INSTRUCTION = (
     "You answer questions about economics research using only the numbered passages, which are "
     "abstracts from the American Economic Review. Write a few plain sentences. After each sentence, "

@@ -1,6 +1,7 @@
 """One answer through the service, shared by /v1/ask and /v1/chat/completions: admission first (a full generation
-queue answers 429 before any retrieval is spent), then the answerer's preparation off the event loop, generation
-through the queue, and the finished Answer."""
+queue answers 429 before any retrieval is spent), then the answerer's preparation off the event loop, every
+answering paper's finding generated at once through the queue and composed as it comes, and the finished
+Answer."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 
 from answering.answerer import Answer, GenerationOutcome, PreparedAnswer, Question
+from answering.compose import AnswerComposer
 from app.services import Services
 
 
 @dataclass
 class AnswerRun:
     prepared: PreparedAnswer
-    outcome: GenerationOutcome | None = None
+    composer: AnswerComposer | None = None
+    outcomes: list[GenerationOutcome] | None = None
 
 
 async def start_answer(services: Services, question: Question) -> AnswerRun:
@@ -27,21 +30,31 @@ async def start_answer(services: Services, question: Question) -> AnswerRun:
     except BaseException:
         services.queue.cancel_reservation()
         raise
-    if prepared.prompt is None:  # declined: nothing to generate
+    if not prepared.generates:  # declined: nothing to generate
         services.queue.cancel_reservation()
     return AnswerRun(prepared)
 
 
 async def answer_deltas(services: Services, run: AnswerRun) -> AsyncIterator[str]:
-    """The answer's text as it is generated (a partial answer's caveat first); closing the iterator cancels."""
-    prompt = run.prepared.prompt
-    if prompt is None:
+    """The answer's text as it is composed: the opening line at once, then the findings in order, the first
+    paper's as it is generated. A finding's generation stops once it has its sentences; closing the iterator
+    cancels them all."""
+    prepared = run.prepared
+    if not prepared.generates:
         return
-    run.outcome = GenerationOutcome()
-    if run.prepared.preface:
-        yield run.prepared.preface + " "
-    async for delta in services.queue.stream(prompt.text, run.prepared.params, run.outcome):
-        yield delta
+    composer = run.composer = prepared.composer()
+    run.outcomes = [GenerationOutcome() for _ in prepared.findings]
+    yield composer.start()
+    streams = services.queue.stream_many([f.prompt.text for f in prepared.findings], prepared.params, run.outcomes)
+    try:
+        async for index, delta in streams:
+            text = composer.finish(index) if delta is None else composer.feed(index, delta)
+            if delta is not None and not composer.wants_more(index):
+                streams.stop(index)
+            if text:
+                yield text
+    finally:
+        await streams.aclose()
 
 
 async def generate_answer(services: Services, run: AnswerRun) -> Answer:
@@ -52,6 +65,6 @@ async def generate_answer(services: Services, run: AnswerRun) -> Answer:
 
 async def finish_answer(services: Services, run: AnswerRun) -> Answer:
     """Check the answer's support (blocking: embedding); the stage timings go to /metrics."""
-    answer = await run_in_threadpool(services.answerer.finish, run.prepared, run.outcome)
+    answer = await run_in_threadpool(services.answerer.finish, run.prepared, run.composer, run.outcomes)
     services.metrics.observe_stages(answer.timings_ms)
     return answer

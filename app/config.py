@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from answering.answerability import AnswerabilitySettings
-from answering.answerer import AnsweringSettings
+from answering.answerer import MAX_PAPERS, AnsweringSettings
 from answering.focus import FocusSettings
 from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
@@ -67,7 +67,8 @@ class GenerationQueueSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    slots: int = Field(8, ge=1, le=64, description="Answers decoded together (continuous batching).")
+    slots: int = Field(8, ge=1, le=64, description="Generations decoded together (continuous batching); an "
+                       "answer is one per answering paper.")  # fmt: skip
     queue_size: int = Field(16, ge=0, le=1000, description="Answers waiting for a slot; beyond them, 429.")
     slot_tokens: int = Field(2048, ge=256, le=32768, description="KV cache per slot: prompt plus answer tokens.")
     prefill_chunk: int = Field(
@@ -84,8 +85,10 @@ class GenerationQueueSettings(BaseModel):
     )  # fmt: skip
 
     def scheduler(self) -> SchedulerSettings:
-        # The engine's own line is longer than the queue: admission (app/generation.py) decides first.
-        return SchedulerSettings(self.slots, self.slot_tokens, self.prefill_chunk, self.queue_size + self.slots)
+        # The engine's own line is longer than the queue: admission (app/generation.py) decides first, per answer,
+        # and an answer is up to MAX_PAPERS generations.
+        return SchedulerSettings(self.slots, self.slot_tokens, self.prefill_chunk,
+                                 (self.queue_size + self.slots) * MAX_PAPERS)  # fmt: skip
 
 
 class Settings(BaseSettings):

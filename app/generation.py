@@ -1,8 +1,9 @@
 """The service's side of the generation engine: admission, one answer's async stream, shutdown, metrics.
 
-The engine (models.scheduler) decodes up to `slots` answers together and keeps others waiting. Admission is
-decided here first, before any retrieval: beyond `slots + queue_size` answers in flight the API answers 429 with
-Retry-After at once. An answer that outlives its timeout, or whose client goes away, is cancelled and its slot
+The engine (models.scheduler) decodes up to `slots` generations together and keeps others waiting; an answer is
+one generation per answering paper (its finding), all submitted at once. Admission is decided here first, per
+answer and before any retrieval: beyond `slots + queue_size` answers in flight the API answers 429 with
+Retry-After at once. An answer that outlives its timeout, or whose client goes away, is cancelled and its slots
 freed at the engine's next step.
 """
 
@@ -11,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from answering.answerer import GenerationOutcome
 from app.config import GenerationQueueSettings
 from app.metrics import ServiceMetrics
 from models import Generator, SamplingParams
 from models.scheduler import EngineFullError, EngineStoppedError
+from models.streams import AsyncTextStream
 
 
 class QueueFullError(RuntimeError):
@@ -73,20 +75,56 @@ class GenerationQueue:
     def shutdown(self) -> None:
         self.generator.shutdown(ShuttingDownError("the server is shutting down"))
 
+    def _submit(self, prompt: str, params: SamplingParams, release: Callable[[], None]) -> AsyncTextStream:
+        """Hand a prompt to the engine; `release` is called once the engine is done with it (or could not take
+        it)."""
+        try:
+            return self.generator.astream(prompt, params, on_finished=release)
+        except EngineFullError as error:  # the engine's own line is full (it is sized to make this rare)
+            release()
+            self.metrics.generation_rejected.inc()
+            raise QueueFullError(str(error)) from None
+        except BaseException:
+            release()
+            raise
+
     async def stream(self, prompt: str, params: SamplingParams, outcome: GenerationOutcome) -> AsyncIterator[str]:
         """Yield text deltas for a reserved place; fills `outcome` when done. Closing the iterator cancels.
 
         The place is given back when the engine is done with the request, not when the consumer goes away."""
         started = time.perf_counter()
+        deltas = self._submit(prompt, params, self._release)
+        async for delta in self._deltas(deltas, outcome, started):
+            yield delta
+
+    def stream_many(self, prompts: Sequence[str], params: SamplingParams,
+                    outcomes: Sequence[GenerationOutcome]) -> MergedStreams:  # fmt: skip
+        """One answer's generations, all submitted now in its one reserved place (given back when the engine is
+        done with the last of them); see MergedStreams."""
+        started = time.perf_counter()
+        remaining = len(prompts)
+
+        def one_done() -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                self._release()
+
+        submitted: list[AsyncTextStream] = []
         try:
-            deltas = self.generator.astream(prompt, params, on_finished=self._release)
-        except EngineFullError as error:  # the engine's own line is full (it is sized to make this rare)
-            self._release()
-            self.metrics.generation_rejected.inc()
-            raise QueueFullError(str(error)) from None
+            for prompt in prompts:
+                submitted.append(self._submit(prompt, params, one_done))
         except BaseException:
-            self._release()
+            for deltas in submitted:
+                deltas.cancel()
+            for _ in range(len(prompts) - len(submitted) - 1):  # never submitted: their share of the place
+                one_done()
             raise
+        iterators = [self._deltas(d, o, started) for d, o in zip(submitted, outcomes, strict=True)]
+        return MergedStreams(iterators, submitted)
+
+    async def _deltas(self, deltas: AsyncTextStream, outcome: GenerationOutcome, started: float
+                      ) -> AsyncIterator[str]:  # fmt: skip
         deadline = started + self.timeout_s
         pieces: list[str] = []
         finished = False
@@ -126,3 +164,59 @@ class GenerationQueue:
         async for _ in self.stream(prompt, params, outcome):
             pass
         return outcome
+
+
+class MergedStreams:
+    """Several generations' deltas as one async iterator of (index, delta), then (index, None) when generation
+    `index` ends; `stop(index)` ends one early; closing it (aclose) cancels those still running. An error of any
+    generation is raised from the iteration."""
+
+    def __init__(self, streams: Sequence[AsyncIterator[str]], requests: Sequence[AsyncTextStream]) -> None:
+        self._streams = list(streams)
+        self._requests = list(requests)  # the engine's side: cancelling one frees its slot
+        self._events: asyncio.Queue[tuple[int, str | BaseException | None]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._open = len(self._streams)
+
+    async def _pump(self, index: int) -> None:
+        stream = self._streams[index]
+        try:
+            async for delta in stream:
+                self._events.put_nowait((index, delta))
+        except asyncio.CancelledError:
+            await stream.aclose()  # type: ignore[attr-defined]
+            return  # stop() reports the end
+        except Exception as error:  # handed to the consumer, which raises it
+            self._events.put_nowait((index, error))
+            return
+        self._events.put_nowait((index, None))
+
+    def __aiter__(self) -> MergedStreams:
+        if not self._tasks:
+            self._tasks = [asyncio.ensure_future(self._pump(i)) for i in range(len(self._streams))]
+        return self
+
+    async def __anext__(self) -> tuple[int, str | None]:
+        if self._open == 0:
+            raise StopAsyncIteration
+        index, item = await self._events.get()
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            self._open -= 1
+        return index, item
+
+    def stop(self, index: int) -> None:
+        """End generation `index` now (its (index, None) still comes)."""
+        task = self._tasks[index]
+        self._requests[index].cancel()
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(lambda _: self._events.put_nowait((index, None)))
+
+    async def aclose(self) -> None:
+        for request in self._requests:
+            request.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -92,7 +92,9 @@ class SearchRequest(StrictModel):
 
 
 class GenerationOptions(StrictModel):
-    max_new_tokens: bounded_int(1, 1024) | None = Field(None, description="Default from the server settings.")
+    max_new_tokens: bounded_int(1, 1024) | None = Field(
+        None, description="Tokens generated at most per paper's finding; default from the server settings."
+    )
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 decodes greedily.")
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: JsonInt = Field(0, ge=0, le=1000, description="0 turns top-k sampling off.")
@@ -111,24 +113,27 @@ class AskRequest(StrictModel):
                     "query": "How do banks respond to monetary policy?",
                     "filters": {"year_min": 2010, "jel_prefix": "E5"},
                     "stream": True,
-                    "generation": {"max_new_tokens": 150, "temperature": 0.0},
+                    "generation": {"max_new_tokens": 80, "temperature": 0.0},
                 },
             ]
         },
     )
 
     query: Query
-    top_k: bounded_int(1, 20) | None = Field(
-        None, description="Passages in the prompt; default from the settings (1: the reranker's best, which the "
-        "small generator cites most reliably)."
+    top_k: bounded_int(1, 10) | None = Field(
+        None, description="Papers the answer is written from at most: each passage that answers the question, in "
+        "rank order, gives one finding. Default from the settings (5)."
     )
     mode: RetrievalMode = "hybrid"
     rerank: bool | None = None
     filters: Filters | None = None
-    stream: bool = Field(False, description="Server-Sent Events: passages, then token deltas, then citations.")
+    stream: bool = Field(
+        False, description="Server-Sent Events: passages, then the answer's text as it is composed, then citations "
+        "and findings."
+    )
     coverage_check: bool | None = Field(
-        None, description="Decide answerability before generating (decline, or answer from the closest papers). "
-        "Default from the settings."
+        None, description="Decide which passages answer before generating (decline when none does, or answer from "
+        "the closest paper). Default from the settings."
     )
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
 
@@ -203,6 +208,33 @@ class CitationOut(BaseModel):
     similarity: float
 
 
+class FindingOut(BaseModel):
+    """One paper's finding in the answer."""
+
+    passage: int = Field(description="The passage the finding comes from (its [n] in the answer).")
+    doc_id: str
+    doi: str
+    title: str
+    year: int | None
+    text: str = Field(description="The finding as it stands in the answer, with its citation.")
+    probability: float | None = Field(description="The decision's probability that the passage answers the question.")
+    supported: bool = Field(description="Whether a sentence of the finding is close to a sentence of its passage.")
+    supporting_sentence: str | None = Field(description="The passage sentence closest to the finding.")
+    similarity: float | None
+
+    model_config = {
+        "json_schema_extra": {
+            "examples": [{
+                "passage": 2, "doc_id": "10.1257/aer.20191823", "doi": "10.1257/aer.20191823",
+                "title": "Minimum Wages and Employment", "year": 2021,
+                "text": "Raising the minimum wage had small effects on teen employment [2].", "probability": 0.91,
+                "supported": True, "supporting_sentence": "We find small effects on teen employment.",
+                "similarity": 0.83,
+            }]
+        }
+    }  # fmt: skip
+
+
 class SentenceOut(BaseModel):
     text: str
     markers: list[int] = Field(description="The [n] markers the model wrote.")
@@ -223,15 +255,18 @@ class AskResult(BaseModel):
     answer: str
     covered: bool = Field(description="False when the indexed abstracts do not answer the question directly.")
     coverage: Literal["covered", "partial", "not_covered", "unchecked"] = Field(
-        description="covered: answered from the passages; partial: answered from the closest papers, which may "
-        "not address the question directly (the answer says so first); not_covered: declined; unchecked: the "
-        "decision was switched off."
+        description="covered: answered from the passages that answer it; partial: answered from the closest "
+        "paper, which may not address the question directly (the answer says so first); not_covered: declined; "
+        "unchecked: the decision was switched off."
     )
     confidence: float | None = Field(
-        description="The answerability model's probability that a retrieved passage answers the question."
+        description="The decision's probability that the best retrieved passage answers the question."
     )
     finish_reason: str
     citations: list[CitationOut]
+    findings: list[FindingOut] = Field(
+        description="One entry per paper the answer is written from, most relevant first (empty when declined)."
+    )
     sentences: list[SentenceOut]
     unsupported_sentences: list[int] = Field(description="Indices of answer sentences no passage supports.")
     dropped_passages: int = Field(description="Passages left out so that prompt and answer fit the context.")

@@ -1,12 +1,16 @@
-"""The development questions through the real service path: does it answer, and cite the right paper?
+"""The development questions through the real service path: does it answer, and cite the right papers?
 
-Each configuration is served by `python -m app` on loopback (its settings as AER_RAG_* variables); every
+Each configuration is served by `python -m app` on loopback (its settings as AER_RAG_* variables; `--repo
+LABEL=PATH` serves that configuration from another checkout, e.g. the commit before a change); every
 development question goes through POST /v1/search (top 10) and a streamed POST /v1/ask, as a user's would.
-Printed per half (calibration, report) and overall, side by side for the configurations of one run:
+Printed per kind (paraphrase, topical, unanswerable) and half (calibration, report), side by side for the
+configurations of one run:
 
   citation hit            answerable questions whose answer carries a verified citation of a relevant abstract
+  citation recall         share of a question's relevant abstracts that the answer cites (verified), averaged
+  citation precision      share of the answer's cited abstracts that are relevant, averaged over answers citing any
   wrongly declined        answerable questions declined (not covered, or a refusal)
-  unanswerable declined   unanswerable questions declined
+  declined                unanswerable questions declined
   on-target sentences     answer sentences close (cosine >= the support threshold) to a sentence of a relevant abstract
   loops                   answers with a repeated word 4-gram (3 times or more)
   recall@10, nDCG@10      /v1/search's top 10 chunks as a document ranking, answerable questions
@@ -16,7 +20,7 @@ Printed per half (calibration, report) and overall, side by side for the configu
   first token, total      p50 seconds of the streamed /v1/ask
 
     python -m benchmarks.aer_dev                                   # the shipped default
-    python -m benchmarks.aer_dev --config before:AER_RAG_RERANKER__MODEL_DIR=var/old/reranker --config after
+    python -m benchmarks.aer_dev --config before --repo before=../aer-rag-before --config after
 
 JSON to benchmarks/results/aer_dev.json (figures only; the answers themselves go to var/aer_dev/).
 """
@@ -54,6 +58,7 @@ MIN_CLAIM_WORDS = 3
 class Config:
     label: str
     env: dict[str, str] = field(default_factory=dict)
+    repo: Path | None = None  # another checkout to serve from (None: this one)
 
     @classmethod
     def parse(cls, spec: str) -> Config:
@@ -103,12 +108,16 @@ async def serve_questions(base: str, questions: list[DevQuestion], on_target: On
             done = answer.done
             text = done.get("answer", "")
             declined = answer.status != 200 or not done.get("covered", False) or is_refusal(text)
-            cited = {citation["doi"] for citation in done.get("citations", [])}
+            cited = {citation["doi"] for citation in done.get("citations", [])} if not declined else set()
             hits, claims = on_target.count(text, question.relevant) if not declined else (0, 0)
             relevance = dict.fromkeys(question.relevant, 1)
+            relevant = set(question.relevant)
             records.append({
-                "id": question.question_id, "half": question.half, "answerable": question.answerable,
-                "declined": declined, "cited_relevant": bool(cited & set(question.relevant)),
+                "id": question.question_id, "kind": question.kind, "half": question.half,
+                "answerable": question.answerable, "declined": declined, "cited_relevant": bool(cited & relevant),
+                "citation_recall": len(cited & relevant) / len(relevant) if relevant else None,
+                "citation_precision": len(cited & relevant) / len(cited) if cited else None,
+                "cited": sorted(cited),
                 "on_target": hits, "claims": claims, "loop": has_repetition_loop(text),
                 "recall@10": recall_at_k(ranking, relevance, 10) if question.answerable else None,
                 "ndcg@10": ndcg_at_k(ranking, relevance, 10) if question.answerable else None,
@@ -153,6 +162,9 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
     return {
         "questions": len(records),
         "citation_hit": share([r["cited_relevant"] for r in answerable]),
+        "citation_recall": share([r["citation_recall"] for r in answerable]),
+        "citation_precision": share([r["citation_precision"] for r in answerable if r["cited"]]),
+        "cited_papers": share([len(r["cited"]) for r in answerable]),
         "wrongly_declined": share([r["declined"] for r in answerable]),
         "unanswerable_declined": share([r["declined"] for r in unanswerable]),
         "on_target_sentences": round(sum(r["on_target"] for r in answerable) / claims, 3) if claims else None,
@@ -166,25 +178,41 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
     }
 
 
-ROWS = (
-    ("citation hit (answerable)", "citation_hit"), ("wrongly declined (answerable)", "wrongly_declined"),
-    ("unanswerable declined", "unanswerable_declined"), ("on-target answer sentences", "on_target_sentences"),
-    ("answers with a loop", "loops"), ("search recall@10", "recall@10"), ("search nDCG@10", "ndcg@10"),
-    ("reranker top-1 of 10 hard candidates", "reranker_top1"), ("bi-encoder top-1, same candidates", "bi_encoder_top1"),
-    ("first token p50 (s)", "first_token_p50_s"), ("total p50 (s)", "total_p50_s"),
-)  # fmt: skip
+KINDS = ("paraphrase", "topical", "unanswerable")
+ROWS = {
+    "paraphrase": (
+        ("citation hit", "citation_hit"), ("wrongly declined", "wrongly_declined"),
+        ("on-target answer sentences", "on_target_sentences"), ("answers with a loop", "loops"),
+        ("search recall@10", "recall@10"), ("search nDCG@10", "ndcg@10"),
+        ("reranker top-1 of 10 hard candidates", "reranker_top1"),
+        ("first token p50 (s)", "first_token_p50_s"), ("total p50 (s)", "total_p50_s"),
+    ),
+    "topical": (
+        ("citation recall (relevant papers cited)", "citation_recall"),
+        ("citation precision (cited papers relevant)", "citation_precision"), ("papers cited", "cited_papers"),
+        ("citation hit", "citation_hit"), ("wrongly declined", "wrongly_declined"),
+        ("on-target answer sentences", "on_target_sentences"), ("answers with a loop", "loops"),
+        ("search recall@10", "recall@10"), ("first token p50 (s)", "first_token_p50_s"),
+        ("total p50 (s)", "total_p50_s"),
+    ),
+    "unanswerable": (
+        ("declined", "unanswerable_declined"), ("answers with a loop", "loops"), ("total p50 (s)", "total_p50_s"),
+    ),
+}  # fmt: skip
 
 
 def table(results: dict[str, dict]) -> str:
-    columns = [(label, half) for label in results for half in (*HALVES, "all")]
-    lines = ["| metric | " + " | ".join(f"{label}: {half}" for label, half in columns) + " |",
-             "|---|" + "---:|" * len(columns)]  # fmt: skip
-    for name, key in ROWS:
-        cells = []
-        for label, half in columns:
-            value = results[label]["summary"][half][key]
-            cells.append("–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:g}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    columns = [(label, half) for label in results for half in HALVES]
+    lines = ["| kind | metric | " + " | ".join(f"{label}: {half}" for label, half in columns) + " |",
+             "|---|---|" + "---:|" * len(columns)]  # fmt: skip
+    for kind, rows in ROWS.items():
+        for name, key in rows:
+            cells = []
+            for label, half in columns:
+                value = results[label]["summary"].get(kind, {}).get(half, {}).get(key)
+                missing = value is None or (isinstance(value, float) and math.isnan(value))
+                cells.append("–" if missing else f"{value:g}")
+            lines.append(f"| {kind} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -192,12 +220,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.aer_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--config", action="append", type=Config.parse, help="LABEL[:AER_RAG_X=V,…] (repeatable)")
+    parser.add_argument("--repo", action="append", default=[], help="LABEL=PATH: serve that configuration from "
+                        "another checkout (its own code and weights, this run's index)")  # fmt: skip
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     configs = args.config or [Config("default")]
+    for spec in args.repo:
+        label, _, path = spec.partition("=")
+        matching = [config for config in configs if config.label == label]
+        if not matching or not path:
+            raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
+        matching[0].repo = Path(path).resolve()
     questions = load_dev_questions()[: args.limit]
     index = PublishedIndex.load(args.index, device="cpu")
     on_target = OnTarget(index, AnsweringSettings().support_threshold)
@@ -205,18 +241,22 @@ def main() -> None:
     results: dict[str, dict] = {}
     for config in configs:
         print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
-        with running_service(args.index, "cpu", config.env) as base:
+        with running_service(args.index.resolve(), "cpu", config.env, config.repo) as base:
             info = httpx.get(f"{base}/v1/info").json()
             records = asyncio.run(serve_questions(base, questions, on_target))
-        top1 = reranker_top1(index, questions, config.reranker_dir)
+        reranker_dir = config.reranker_dir if config.repo is None else config.repo / "models/weights/reranker"
+        top1 = reranker_top1(index, questions, reranker_dir)
         for record in records:
             record["top1"] = top1.get(record["id"])
         (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
-        summary = {half: summarize([r for r in records if r["half"] == half], top1) for half in HALVES}
-        summary["all"] = summarize(records, top1)
+        summary = {
+            kind: {half: summarize([r for r in records if r["kind"] == kind and r["half"] == half], top1)
+                   for half in HALVES}
+            for kind in KINDS
+        }  # fmt: skip
         results[config.label] = {
             "settings": config.env, "reranker": info["reranker"]["model"], "generator": info["generator"]["model"],
-            "commit": git_commit(), "machine": machine(), "summary": summary,
+            "commit": git_commit(config.repo), "machine": machine(), "summary": summary,
         }  # fmt: skip
     print(table(results))
     # Earlier runs' configurations stay in the file (e.g. "before", measured at an earlier commit).

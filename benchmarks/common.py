@@ -41,12 +41,13 @@ def machine() -> dict[str, Any]:
     }
 
 
-def git_commit() -> str | None:
-    """The commit the code was at (with "+changes" when the tracked tree differs from it)."""
+def git_commit(repo: Path | None = None) -> str | None:
+    """The commit the code (of this checkout, or `repo`) was at, with "+changes" when the tracked tree differs."""
+    repo = repo or REPO_ROOT
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True,
                                 text=True, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
                                capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return None

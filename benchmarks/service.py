@@ -38,12 +38,16 @@ def median(values: list[float]) -> float | None:
 
 
 @contextmanager
-def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None) -> Iterator[str]:
-    """Serve `index` on a free loopback port with extra AER_RAG_* settings; yields the base URL."""
+def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None,
+                    repo: Path | None = None) -> Iterator[str]:  # fmt: skip
+    """Serve `index` on a free loopback port with extra AER_RAG_* settings, from this checkout or `repo`;
+    yields the base URL."""
     port = free_port()
     environment = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", **(env or {})}
+    if repo is not None:  # its packages first on the path, whatever this environment installed
+        environment["PYTHONPATH"] = str(repo)
     command = [sys.executable, "-m", "app", "--index", str(index), "--device", device, "--port", str(port)]
-    server = subprocess.Popen(command, cwd=REPO_ROOT, env=environment)
+    server = subprocess.Popen(command, cwd=repo or REPO_ROOT, env=environment)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S

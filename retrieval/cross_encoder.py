@@ -36,9 +36,11 @@ class SegmentPoolingCrossEncoder(nn.Module):
         self.similarity_scale = nn.Parameter(torch.tensor(float(initial_scale)))
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
-    ) -> torch.Tensor:
-        """One relevance score per pair, shape (batch,)."""
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
+        return_pooled: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """One relevance score per pair, shape (batch,); with return_pooled also the mean of all tokens of the
+        joint encoding, (batch, hidden), which the answer head (retrieval/answer_head.py) reads."""
         hidden = self.bert(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state
@@ -48,8 +50,10 @@ class SegmentPoolingCrossEncoder(nn.Module):
         query = _masked_mean(hidden, query_mask)
         passage = _masked_mean(hidden, passage_mask)
         similarity = nn.functional.cosine_similarity(query.float(), passage.float(), dim=-1)
-        joint = self.joint_head(self.dropout(_masked_mean(hidden, mask))).squeeze(-1).float()
-        return self.similarity_scale.float() * similarity + joint
+        pooled = _masked_mean(hidden, mask)
+        joint = self.joint_head(self.dropout(pooled)).squeeze(-1).float()
+        score = self.similarity_scale.float() * similarity + joint
+        return (score, pooled.float()) if return_pooled else score
 
     @classmethod
     def from_encoder(cls, encoder_dir: Path, num_layers: int | None = None) -> SegmentPoolingCrossEncoder:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from indexing.documents import indexed_text
+from retrieval.answer_head import AnswerHead
 from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.fusion import DEFAULT_RRF_K, ranks_of, rrf_scores
 from retrieval.types import RetrievedChunk
@@ -73,6 +74,43 @@ def autocast_for(device: str, dtype: torch.dtype) -> AbstractContextManager[obje
     return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=dtype)
 
 
+def encode_pairs(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    queries: Sequence[str],
+    passages: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    device: str,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Relevance scores (n,) and the joint encodings' mean vectors (n, hidden) of aligned (query, passage) pairs;
+    shared by the service and training.
+
+    Pairs are batched by length (shortest first), so a batch is padded only to its own longest pair."""
+    if len(queries) != len(passages):
+        raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
+    hidden = int(getattr(getattr(model, "config", None), "hidden_size", 0))
+    if not queries:
+        return np.zeros(0, dtype=np.float32), np.zeros((0, hidden), dtype=np.float32)
+    encoded = tokenizer(list(queries), list(passages), truncation="only_second", max_length=max_length)
+    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
+    scores = np.zeros(len(queries), dtype=np.float32)
+    pooled = np.zeros((len(queries), hidden), dtype=np.float32)
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode(), autocast_for(device, dtype):
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            features = [{key: values[i] for key, values in encoded.items()} for i in rows]
+            batch = tokenizer.pad(features, return_tensors="pt").to(device)
+            batch_scores, batch_pooled = model(**batch, return_pooled=True)
+            scores[rows] = batch_scores.float().cpu().numpy()
+            pooled[rows] = batch_pooled.float().cpu().numpy()
+    model.train(was_training)
+    return scores, pooled
+
+
 def score_pairs(
     model: torch.nn.Module,
     tokenizer: PreTrainedTokenizerBase,
@@ -83,26 +121,8 @@ def score_pairs(
     device: str,
     dtype: torch.dtype = torch.float32,
 ) -> np.ndarray:
-    """Relevance scores for aligned (query, passage) pairs; shared by the service and training validation.
-
-    Pairs are batched by length (shortest first), so a batch is padded only to its own longest pair."""
-    if len(queries) != len(passages):
-        raise ValueError(f"{len(queries)} queries but {len(passages)} passages; they must pair up.")
-    if not queries:
-        return np.zeros(0, dtype=np.float32)
-    encoded = tokenizer(list(queries), list(passages), truncation="only_second", max_length=max_length)
-    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
-    scores = np.zeros(len(queries), dtype=np.float32)
-    was_training = model.training
-    model.eval()
-    with torch.inference_mode(), autocast_for(device, dtype):
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            features = [{key: values[i] for key, values in encoded.items()} for i in rows]
-            batch = tokenizer.pad(features, return_tensors="pt").to(device)
-            scores[rows] = model(**batch).float().cpu().numpy()
-    model.train(was_training)
-    return scores
+    """Relevance scores of aligned (query, passage) pairs (see encode_pairs)."""
+    return encode_pairs(model, tokenizer, queries, passages, max_length, batch_size, device, dtype)[0]
 
 
 class RerankerSettings(BaseModel):
@@ -195,6 +215,10 @@ class CrossEncoderReranker:
                     )
         except (OSError, ValueError, KeyError, RuntimeError) as error:
             raise RerankerUnavailable(f"Could not load the reranker from {model_dir}: {error}") from error
+        try:
+            self.answer_head = AnswerHead.load(model_dir)  # None: this reranker only ranks
+        except ValueError as error:
+            raise RerankerUnavailable(str(error)) from error
         info = read_reranker_info(model_dir)
         self.name: str = info.get("name", model_dir.name)
         self.first_stage_weight = _weight("first_stage_weight", first_stage_weight, info)
@@ -209,25 +233,28 @@ class CrossEncoderReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance score of each passage for the query (higher is more relevant)."""
-        return score_pairs(
-            self.model,
-            self.tokenizer,
-            [query] * len(passages),
-            passages,
-            self.max_length,
-            self.batch_size,
-            self.device,
-            self.dtype,
-        )
+        return self.encode(query, passages)[0]
+
+    def encode(self, query: str, passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The cross-encoder's scores and the joint encodings' mean vectors (see encode_pairs)."""
+        return encode_pairs(self.model, self.tokenizer, [query] * len(passages), passages, self.max_length,
+                            self.batch_size, self.device, self.dtype)  # fmt: skip
 
     def relevance(self, query: str, passages: Sequence[str], cosines: Sequence[float] | None = None) -> np.ndarray:
         """The cross-encoder's score plus bi_encoder_weight x each passage's bi-encoder cosine to the query."""
-        scores = self.score(query, passages)
+        return self.assess(query, passages, cosines)[0]
+
+    def assess(self, query: str, passages: Sequence[str], cosines: Sequence[float] | None = None
+               ) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+        """(relevance, answer logits) of each passage from one forward pass; the logits are None when this
+        reranker has no answer head."""
+        scores, pooled = self.encode(query, passages)
+        answer_logits = self.answer_head.logits(pooled) if self.answer_head is not None else None
         if self.bi_encoder_weight == 0:
-            return scores
+            return scores, answer_logits
         if cosines is None or len(cosines) != len(passages):
             raise ValueError("This reranker adds the bi-encoder's cosine: pass one cosine per passage.")
-        return scores + self.bi_encoder_weight * np.asarray(cosines, dtype=np.float32)
+        return scores + self.bi_encoder_weight * np.asarray(cosines, dtype=np.float32), answer_logits
 
     def rerank(
         self,
@@ -237,8 +264,9 @@ class CrossEncoderReranker:
         first_stage_weight: float | None = None,
         cosines: Sequence[float] | None = None,
     ) -> list[RetrievedChunk]:
-        """Score the first top_m candidates, set rerank_score (their relevance) and rerank_rank (the position
-        after this stage, see rerank_order), return them best first.
+        """Score the first top_m candidates, set rerank_score (their relevance), rerank_rank (the position after
+        this stage, see rerank_order) and answer_logit (the answer head's, when there is one), return them best
+        first.
 
         Candidates after top_m are dropped: the caller decides how deep the reranker looks.
         first_stage_weight: this call's weight (default: the reranker's own).
@@ -250,13 +278,14 @@ class CrossEncoderReranker:
         if not pool:
             return []
         passages = [passage_text(hit.chunk.title, hit.chunk.text) for hit in pool]
-        scores = self.relevance(query, passages, None if cosines is None else list(cosines)[:top_m])
+        scores, answer_logits = self.assess(query, passages, None if cosines is None else list(cosines)[:top_m])
         weight = self.first_stage_weight if first_stage_weight is None else first_stage_weight
         order = rerank_order(scores, weight)
         reranked = [pool[i] for i in order]
         for rank, i in enumerate(order, start=1):
             pool[i].rerank_score = float(scores[i])
             pool[i].rerank_rank = rank
+            pool[i].answer_logit = None if answer_logits is None else float(answer_logits[i])
         return reranked
 
 

@@ -56,3 +56,4 @@ class RetrievedChunk:
     fused_rank: int | None = None
     rerank_score: float | None = None
     rerank_rank: int | None = None
+    answer_logit: float | None = None  # the reranker's answer head: does this passage answer the question?

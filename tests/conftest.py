@@ -166,8 +166,9 @@ ServiceFactory = Callable[..., Services]
 @pytest.fixture(scope="session")
 def dense_answerability(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An answerability model for the tiny services (the shipped one is calibrated for the shipped reranker, not
-    the random one): P = sigmoid(20 (dense_best - 0.35)), with or without reranking; declines below 0.3."""
-    model = {"features": ["dense_best"], "means": [0.35], "scales": [0.05], "weights": [1.0], "bias": 0.0}
+    the random one): P(a passage answers) = sigmoid(20 (its cosine - 0.35)), with or without reranking; answers
+    from 0.6, declines below 0.3."""
+    model = {"features": ["dense"], "means": [0.35], "scales": [0.05], "weights": [1.0], "bias": 0.0}
     path = tmp_path_factory.mktemp("answerability") / "answerability.json"
     path.write_text(json.dumps({"reranked": model, "dense_only": model,
                                 "thresholds": {"decline_below": 0.3, "answer_from": 0.6}}))  # fmt: skip

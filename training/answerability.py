@@ -1,16 +1,21 @@
-"""Fit the answerability model (answering/answerability.py) and choose its thresholds.
+"""Fit the per-passage answerability decision (answering/answerability.py): the reranker's answer head, the
+decision's logistic model over each passage's signals, and the decision's two thresholds.
 
-1. Features come from the service's own search stage (hybrid, then the reranker) over the training corpus, for
-   the written questions the reranker never trained on: the held-out split of the paraphrase questions
-   (answerable) and every verified unanswerable question.
-2. Two logistic models are fitted (class-balanced, L2): one on all features (reranked searches), one on the
-   dense and BM25 signals alone (searches without the reranker).
-3. The thresholds are chosen on the development set's calibration half, through the same search over the AER
-   index: answer_from is (just under) the highest probability that wrongly declines (outright or with the
-   hedge) at most `--max-false-decline` of the answerable questions (0.08: under the 0.10 target, with room);
-   decline_below splits the rest into hedged answers and bare refusals, by the same rule with
-   `--max-outright-decline` (0.05): clearly unrelated questions get a plain refusal, not a hedged answer.
-   `--thresholds-only` keeps the fitted models of the existing file and chooses the thresholds again.
+1. Pairs come from the service's own search stage (hybrid, then the reranker) over the training corpus: the top
+   `evidence_k` passages of every written question the reranker never trained on (the held-out paraphrases, every
+   topical question, every verified unanswerable one). Labels: a paraphrase's source abstract answers it; a topical
+   question's relevant abstracts answer it and the other abstracts its writer read do not (the ones nobody read are
+   left out); nothing answers an unanswerable question. A paraphrase's other neighbours count as not answering (a
+   little noise: some may answer it too).
+2. The answer head: a class-balanced, L2 logistic regression on the joint encoding's mean vector (the reranker
+   frozen), stored beside the reranker as answer_head.json. Its logits for the decision's fit are cross-fitted
+   (each question's from a head fitted without it), so the decision does not learn to trust an overfit head.
+3. The decision: a logistic model over the passage signals (FEATURES), and one over the dense and BM25 signals
+   alone (DENSE_FEATURES, for searches without the reranker).
+4. The thresholds, on the development set's calibration half through the same search over the AER index:
+   answer_from maximises (answerable questions answered + unanswerable declined + topical recall + topical
+   precision), the citation being of the passages that pass; decline_below gives a bare refusal (instead of an
+   answer from the closest paper) to at most `--max-outright-decline` of the answerable questions.
 
     python -m training.answerability [--reranker models/weights/reranker] [--out models/weights/answerability.json]
 """
@@ -20,28 +25,100 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import pickle
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+from scipy.stats import rankdata
 
-from answering.answerability import DEFAULT_MODEL_PATH, DENSE_FEATURES, FEATURES, LogisticModel, retrieval_signals
+from answering.answerability import (
+    DEFAULT_MODEL_PATH,
+    DENSE_FEATURES,
+    FEATURES,
+    AnswerabilityModel,
+    LogisticModel,
+    passage_signals,
+    select_answering,
+)
 from answering.answerer import AnsweringSettings
 from indexing.index import PublishedIndex
+from retrieval.answer_head import AnswerHead
 from retrieval.hybrid import HybridSettings
-from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, read_reranker_info
+from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, passage_text, read_reranker_info
 from retrieval.search import SearchPipeline, build_search, load_reranker
 from training.corpus import REPO_ROOT, training_index
-from training.evaluation.dev_questions import load_dev_questions
-from training.questions.dataset import load_paraphrases, load_unanswerables
+from training.evaluation.dev_questions import DevQuestion, load_dev_questions
+from training.questions.dataset import load_paraphrases, load_topicals, load_unanswerables
+from training.splits import stable_fraction
 
 log = logging.getLogger("training.answerability")
+FOLDS = 5
 
 
-def signals_of(search: SearchPipeline, question: str, evidence_k: int, rerank: bool) -> dict[str, float]:
-    """The decision's features as the service computes them: over the top evidence_k passages."""
+@dataclass
+class Pair:
+    question: str
+    group: str  # the question's id: folds never split a question
+    label: int
+    pooled: np.ndarray
+    reranked: dict[str, float]  # the passage's signals with the reranker (answer_logit filled in later)
+    dense: dict[str, float]  # its signals without the reranker
+
+
+@dataclass(frozen=True)
+class LabelledQuestion:
+    question_id: str
+    question: str
+    answering: frozenset[str]  # doc_ids that answer it
+    judged: frozenset[str] | None  # doc_ids whose label is known (None: every retrieved one)
+
+
+def training_questions() -> list[LabelledQuestion]:
+    questions = [LabelledQuestion(q.question_id, q.question, frozenset([q.doc_id]), None)
+                 for q in load_paraphrases() if q.is_validation]  # fmt: skip
+    questions += [LabelledQuestion(q.question_id, q.question, frozenset(q.relevant), frozenset(q.judged))
+                  for q in load_topicals()]  # fmt: skip
+    questions += [LabelledQuestion(q.question_id, q.question, frozenset(), None) for q in load_unanswerables()]
+    return questions
+
+
+def passage_rows(search: SearchPipeline, question: str, evidence_k: int, rerank: bool):
+    """The judged passages of a search and their signals, as the service computes them."""
     outcome = search.run(question, evidence_k, rerank=rerank)
-    return retrieval_signals(question, outcome.hits, search.dense_similarities(question, outcome.hits), outcome.pool)
+    dense = search.dense_similarities(question, outcome.hits)
+    return outcome.hits, passage_signals(question, outcome.hits, dense, outcome.pool)
+
+
+def collect_pairs(search: SearchPipeline, questions: list[LabelledQuestion], evidence_k: int) -> list[Pair]:
+    reranker = search.rerank.reranker
+    assert reranker is not None
+    pairs: list[Pair] = []
+    for labelled in questions:
+        hits, reranked = passage_rows(search, labelled.question, evidence_k, True)
+        _, pooled = reranker.encode(labelled.question, [passage_text(h.chunk.title, h.chunk.text) for h in hits])
+        dense_hits, dense_rows = passage_rows(search, labelled.question, evidence_k, False)
+        dense_by_chunk = {h.chunk.chunk_id: row for h, row in zip(dense_hits, dense_rows, strict=True)}
+        for hit, row, vector in zip(hits, reranked, pooled, strict=True):
+            doc_id = hit.chunk.doc_id
+            if labelled.judged is not None and doc_id not in labelled.judged and doc_id not in labelled.answering:
+                continue  # nobody read it: its label is unknown
+            dense_row = dense_by_chunk.get(hit.chunk.chunk_id)
+            if dense_row is None:
+                continue
+            pairs.append(Pair(labelled.question, labelled.question_id, int(doc_id in labelled.answering), vector,
+                              row, dense_row))  # fmt: skip
+    return pairs
+
+
+def read_cache(path: Path, key: dict) -> dict[str, list[Pair]]:
+    """Each question's pairs from earlier runs with the same reranker (a var/ file of this machine's)."""
+    if not path.is_file():
+        return {}
+    cached = pickle.loads(path.read_bytes())
+    return cached["pairs"] if cached.get("key") == key else {}
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iterations: int = 50) -> tuple[np.ndarray, float]:
@@ -69,57 +146,95 @@ def fitted_model(rows: list[dict[str, float]], labels: np.ndarray, features: tup
     return LogisticModel(features, tuple(means.tolist()), tuple(scales.tolist()), tuple(weights.tolist()), bias)
 
 
+def fit_head(pooled: np.ndarray, labels: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """A linear head on the raw pooled vectors (standardization folded into its weights)."""
+    means, scales = pooled.mean(axis=0), pooled.std(axis=0) + 1e-6
+    weights, bias = fit_logistic((pooled - means) / scales, labels, l2)
+    folded = weights / scales
+    return folded, float(bias - folded @ means)
+
+
 def roc_auc(scores: list[float], labels: list[int]) -> float:
-    positives = [s for s, y in zip(scores, labels, strict=True) if y]
-    negatives = [s for s, y in zip(scores, labels, strict=True) if not y]
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return round(wins / (len(positives) * len(negatives)), 4)
+    """The Mann-Whitney statistic: ties count half."""
+    ranks = rankdata(scores)
+    positives = np.array(labels) == 1
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    return round(float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)), 4)
 
 
-def _cut_below(answerable: list[float], candidates: list[float], share: float) -> float:
-    """The highest cut that puts at most `share` of the answerable probabilities below it, moved down to halfway
-    between that cut and the next candidate below it, so that neither side's nearest question sits on it."""
-    allowed = [t for t in candidates if np.mean([p < t for p in answerable]) <= share]
-    highest = max(allowed)
-    below = [t for t in candidates if t < highest]
-    return (highest + max(below)) / 2 if below else highest
+def cross_fitted_logits(pairs: list[Pair], l2: float) -> np.ndarray:
+    pooled = np.stack([p.pooled for p in pairs])
+    labels = np.array([p.label for p in pairs])
+    folds = np.array([int(stable_fraction(f"fold:{p.group}") * FOLDS) for p in pairs])
+    logits = np.zeros(len(pairs))
+    for fold in range(FOLDS):
+        held = folds == fold
+        weights, bias = fit_head(pooled[~held], labels[~held], l2)
+        logits[held] = pooled[held] @ weights + bias
+    return logits
 
 
-def choose_thresholds(answerable: list[float], unanswerable: list[float], max_false_decline: float,
-                      max_outright_decline: float) -> dict:  # fmt: skip
-    """answer_from: answerable questions below it are declined (outright or with the hedge), at most
-    max_false_decline of them; decline_below: a bare refusal below it, for at most max_outright_decline."""
-    candidates = sorted(set(answerable) | set(unanswerable) | {0.0})
-    answer_from = _cut_below(answerable, candidates, max_false_decline)
-    decline_below = min(_cut_below(answerable, candidates, max_outright_decline), answer_from)
-    return {
-        "answer_from": round(float(answer_from), 4),
-        "decline_below": round(float(decline_below), 4),
-        "calibration_wrongly_declined": round(float(np.mean([p < answer_from for p in answerable])), 3),
-        "calibration_declined_outright": round(float(np.mean([p < decline_below for p in answerable])), 3),
-        "calibration_unanswerable_declined": round(float(np.mean([p < answer_from for p in unanswerable])), 3),
-    }
+# --- thresholds on the development set's calibration half ------------------------------------------------------
 
 
-def fit_models(search: SearchPipeline, evidence_k: int) -> tuple[LogisticModel, LogisticModel, dict]:
-    """Both models, fitted on the training corpus's held-out paraphrases and verified unanswerables."""
-    questions = [(q.question, 1) for q in load_paraphrases() if q.is_validation]
-    questions += [(q.question, 0) for q in load_unanswerables()]
-    log.info("features of %d training questions", len(questions))
-    labels = np.array([label for _, label in questions])
-    reranked_rows = [signals_of(search, question, evidence_k, True) for question, _ in questions]
-    dense_rows = [signals_of(search, question, evidence_k, False) for question, _ in questions]
-    reranked = fitted_model(reranked_rows, labels, FEATURES)
-    dense_only = fitted_model(dense_rows, labels, DENSE_FEATURES)
-    record = {
-        "fitted_on": {"answerable": int(labels.sum()), "unanswerable": int(len(labels) - labels.sum()),
-                      "source": "training/data/questions (held-out paraphrases, verified unanswerables)"},
-        "training_auc": {
-            "reranked": roc_auc([reranked.probability(r) for r in reranked_rows], labels.tolist()),
-            "dense_only": roc_auc([dense_only.probability(r) for r in dense_rows], labels.tolist()),
-        },
-    }  # fmt: skip
-    return reranked, dense_only, record
+@dataclass(frozen=True)
+class DevJudgement:
+    question: DevQuestion
+    relevant: frozenset[str]  # doc_ids
+    passages: list[tuple[str, float]]  # (doc_id, P(answers)) in search order
+
+
+def dev_judgements(search: SearchPipeline, model: AnswerabilityModel, questions: list[DevQuestion],
+                   evidence_k: int) -> list[DevJudgement]:  # fmt: skip
+    doc_of_doi = {d.doi: d.doc_id for d in search.index.documents.values() if d.doi}
+    judged = []
+    for question in questions:
+        outcome = search.run(question.question, evidence_k)
+        dense = search.dense_similarities(question.question, outcome.hits)
+        probabilities = model.probabilities(question.question, outcome.hits, dense, outcome.pool)
+        passages = [(hit.chunk.doc_id, j.probability) for hit, j in zip(outcome.hits, probabilities, strict=True)]
+        relevant = frozenset(doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi)
+        judged.append(DevJudgement(question, relevant, passages))
+    return judged
+
+
+def outcome_at(judged: list[DevJudgement], answer_from: float, also_from: float, max_papers: int
+               ) -> dict[str, float]:  # fmt: skip
+    """Question-level figures if the passages the decision selects are cited (a partial answer counts as
+    declined, as the service reports it)."""
+    answered, declined, recall, precision = [], [], [], []
+    for item in judged:
+        doc_ids = [doc_id for doc_id, _ in item.passages]
+        positions = select_answering([p for _, p in item.passages], doc_ids, answer_from, also_from, max_papers)
+        cited = [doc_ids[position] for position in positions]
+        if not item.question.answerable:
+            declined.append(not cited)
+            continue
+        answered.append(bool(set(cited) & item.relevant))
+        if item.question.kind == "topical":
+            recall.append(len(set(cited) & item.relevant) / len(item.relevant) if item.relevant else 0.0)
+            if cited:
+                precision.append(len(set(cited) & item.relevant) / len(cited))
+    mean = lambda values: float(np.mean(values)) if values else 0.0  # noqa: E731
+    return {"answered_with_relevant": mean(answered), "unanswerable_declined": mean(declined),
+            "topical_recall": mean(recall), "topical_precision": mean(precision)}  # fmt: skip
+
+
+def choose_thresholds(judged: list[DevJudgement], max_papers: int, max_outright_decline: float) -> dict:
+    """answer_from and also_from on a grid of 0.02 (the best sum of the four figures; ties: the higher bars),
+    then decline_below."""
+    candidates = sorted({round(p, 4) for item in judged for _, p in item.passages})
+    grid = [round(0.02 * i, 2) for i in range(1, 50)]
+    scored = [(round(sum(outcome_at(judged, a, b, max_papers).values()), 6), a, b)
+              for a in grid for b in grid if b <= a]  # fmt: skip
+    _, answer_from, also_from = max(scored)
+    # decline_below: the highest cut that gives a bare refusal to at most max_outright_decline of the answerable
+    bests = [max((p for _, p in item.passages), default=0.0) for item in judged if item.question.answerable]
+    decline_below = max(c for c in [0.0, *candidates]
+                        if c <= answer_from and np.mean([b < c for b in bests]) <= max_outright_decline)  # fmt: skip
+    figures = outcome_at(judged, answer_from, also_from, max_papers)
+    return {"answer_from": answer_from, "also_from": also_from, "decline_below": round(decline_below, 4),
+            "calibration_half": {key: round(value, 3) for key, value in figures.items()}}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,51 +243,87 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reranker", type=Path, default=DEFAULT_RERANKER_DIR)
     parser.add_argument("--aer-index", type=Path, default=REPO_ROOT / "var" / "index")
     parser.add_argument("--out", type=Path, default=DEFAULT_MODEL_PATH)
-    parser.add_argument("--max-false-decline", type=float, default=0.08,
-                        help="share of calibration-half answerable questions the threshold may decline")  # fmt: skip
+    parser.add_argument("--head-l2", type=float, default=30.0, help="L2 penalty of the answer head's fit")
     parser.add_argument("--max-outright-decline", type=float, default=0.05,
-                        help="share of them that may get a bare refusal rather than the hedged answer")  # fmt: skip
-    parser.add_argument("--thresholds-only", action="store_true", help="keep the models in --out, re-choose cuts")
+                        help="share of calibration-half answerable questions that may get a bare refusal")  # fmt: skip
+    parser.add_argument("--pairs-cache", type=Path, default=REPO_ROOT / "var" / "answerability" / "pairs.pkl",
+                        help="each question's training pairs, reused while the reranker is unchanged")
+    parser.add_argument("--limit", type=int, default=None, help="first N training questions only (a quick look)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (1 on a busy machine)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    retrieval, reranker_settings = HybridSettings(), RerankerSettings(model_dir=args.reranker)
-    # The passages the service's decision weighs (not the prompt's, which may be fewer).
-    evidence_k = AnsweringSettings().evidence_k
+    torch.set_num_threads(args.threads)
+    settings = AnsweringSettings()
+    evidence_k, max_papers = settings.evidence_k, settings.top_k
+    reranker_settings = RerankerSettings(model_dir=args.reranker)
     rerank = load_reranker(reranker_settings, "cpu")
     if not rerank.available:
         raise SystemExit(f"No reranker at {args.reranker}.")
+    assert rerank.reranker is not None
 
-    # 1. The models, fitted on the training corpus (or kept from the existing file).
-    if args.thresholds_only:
-        payload = json.loads(args.out.read_text())
-        reranked = LogisticModel.from_json(payload["reranked"])
-        dense_only = LogisticModel.from_json(payload["dense_only"])
-    else:
-        search = build_search(training_index(), retrieval, rerank, reranker_settings.top_m)
-        reranked, dense_only, record = fit_models(search, evidence_k)
-        info = read_reranker_info(args.reranker)
-        payload = {"reranker": info.get("name", args.reranker.name), "features": list(FEATURES),
-                   "reranked": reranked.to_json(), "dense_only": dense_only.to_json(), **record}  # fmt: skip
+    # 1. Pairs from the training corpus.
+    questions = training_questions()[: args.limit]
+    log.info("%d training questions", len(questions))
+    key = {"reranker": str(args.reranker.resolve()), "evidence_k": evidence_k,
+           "weights_mtime": (args.reranker / "model.safetensors").stat().st_mtime}  # fmt: skip
+    cache = read_cache(args.pairs_cache, key)
+    missing = [q for q in questions if q.question_id not in cache]
+    if missing:
+        search = build_search(training_index(), HybridSettings(), rerank, reranker_settings.top_m)
+        for start in range(0, len(missing), 50):  # saved as it goes: an interrupted run resumes
+            for labelled in missing[start : start + 50]:
+                cache[labelled.question_id] = collect_pairs(search, [labelled], evidence_k)
+            args.pairs_cache.parent.mkdir(parents=True, exist_ok=True)
+            args.pairs_cache.write_bytes(pickle.dumps({"key": key, "pairs": cache}))
+            log.info("pairs of %d/%d questions", min(start + 50, len(missing)), len(missing))
+    pairs = [pair for q in questions for pair in cache[q.question_id]]
+    labels = np.array([p.label for p in pairs])
+    log.info("%d pairs, %d answering", len(pairs), labels.sum())
 
-    # 2. Thresholds on the development set's calibration half, searched exactly as the service searches.
-    aer = PublishedIndex.load(args.aer_index, device="cpu")
-    aer_search = build_search(aer, retrieval, rerank, reranker_settings.top_m)
-    dev = load_dev_questions(halves=("calibration",))
-    probabilities = {q.question_id: reranked.probability(signals_of(aer_search, q.question, evidence_k, True))
-                     for q in dev}  # fmt: skip
-    answerable = [probabilities[q.question_id] for q in dev if q.answerable]
-    unanswerable = [probabilities[q.question_id] for q in dev if not q.answerable]
-    thresholds = choose_thresholds(answerable, unanswerable, args.max_false_decline, args.max_outright_decline)
-    payload["thresholds"] = {key: thresholds[key] for key in ("decline_below", "answer_from")}
-    payload["calibration_half"] = {
-        "auc": roc_auc(answerable + unanswerable, [1] * len(answerable) + [0] * len(unanswerable)),
-        **{key.removeprefix("calibration_"): value for key, value in thresholds.items() if key.startswith("calib")},
-    }
+    # 2. The answer head: cross-fitted logits for the decision, then the head on every pair.
+    out_of_fold = cross_fitted_logits(pairs, args.head_l2)
+    head_auc = roc_auc(out_of_fold.tolist(), labels.tolist())
+    weights, bias = fit_head(np.stack([p.pooled for p in pairs]), labels, args.head_l2)
     command = " ".join(["python -m training.answerability", *(sys.argv[1:] if argv is None else argv)])
-    payload["thresholds_command" if args.thresholds_only else "command"] = command
+    head = AnswerHead(weights.astype(np.float32), bias, {
+        "fitted_on": {"pairs": len(pairs), "answering": int(labels.sum()), "questions": len(questions)},
+        "cross_fitted_auc": head_auc, "l2": args.head_l2, "command": command,
+    })  # fmt: skip
+    head.save(args.reranker)
+
+    # 3. The decision's models.
+    for pair, logit in zip(pairs, out_of_fold, strict=True):
+        pair.reranked["answer_logit"] = float(logit)
+    reranked = fitted_model([p.reranked for p in pairs], labels, FEATURES)
+    dense_only = fitted_model([p.dense for p in pairs], labels, DENSE_FEATURES)
+    aucs = {
+        "answer_head_alone": head_auc,
+        "reranked": roc_auc([reranked.probability(p.reranked) for p in pairs], labels.tolist()),
+        "dense_only": roc_auc([dense_only.probability(p.dense) for p in pairs], labels.tolist()),
+    }
+    log.info("pair-level AUC (training pairs, head cross-fitted): %s", aucs)
+
+    # 4. Thresholds on the calibration half, through the service's search with the new head.
+    rerank = load_reranker(reranker_settings, "cpu")  # reloaded: now with its answer head
+    aer_search = build_search(PublishedIndex.load(args.aer_index, device="cpu"), HybridSettings(), rerank,
+                              reranker_settings.top_m)  # fmt: skip
+    model = AnswerabilityModel(reranked, dense_only, 0.0, 0.5)
+    judged = dev_judgements(aer_search, model, load_dev_questions(halves=("calibration",)), evidence_k)
+    thresholds = choose_thresholds(judged, max_papers, args.max_outright_decline)
+    info = read_reranker_info(args.reranker)
+    payload = {
+        "reranker": info.get("name", args.reranker.name), "level": "passage", "features": list(FEATURES),
+        "reranked": reranked.to_json(), "dense_only": dense_only.to_json(),
+        "fitted_on": {"pairs": len(pairs), "answering": int(labels.sum()),
+                      "questions": len(questions), "source": "training/data/questions (held-out paraphrases, "
+                      "topical, verified unanswerables)"},
+        "training_auc": aucs,
+        "thresholds": {key: thresholds[key] for key in ("decline_below", "answer_from", "also_from")},
+        "calibration_half": thresholds["calibration_half"], "command": command,
+    }  # fmt: skip
     args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    log.info("wrote %s: %s", args.out, json.dumps({k: payload[k] for k in ("thresholds", "training_auc",
-                                                                          "calibration_half")}))  # fmt: skip
+    log.info("wrote %s: thresholds %s, calibration half %s", args.out, payload["thresholds"],
+             payload["calibration_half"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from answering.answerer import Answer, GenerationOptions, Question
+from answering.answerer import Answer, Finding, GenerationOptions, Question
 from app.schemas import (
     AskRequest,
     AskResult,
     CitationOut,
     DocumentOut,
     Filters,
+    FindingOut,
     Passage,
     RerankStatus,
     SearchHit,
@@ -79,6 +80,7 @@ def answer_result(answer: Answer) -> AskResult:
         confidence=answer.confidence,
         finish_reason=answer.finish_reason,
         citations=citations,
+        findings=[finding_out(finding) for finding in answer.findings],
         sentences=[
             SentenceOut(
                 text=s.text, markers=s.markers, supported_by=s.supported_by, supported=s.supported,
@@ -92,6 +94,15 @@ def answer_result(answer: Answer) -> AskResult:
         usage=Usage(**vars(answer.usage)),
         timings_ms=answer.timings_ms,
     )
+
+
+def finding_out(finding: Finding) -> FindingOut:
+    document = finding.hit.document
+    return FindingOut(
+        passage=finding.passage, doc_id=document.doc_id, doi=document.doi, title=document.title, year=document.year,
+        text=finding.text, probability=None if finding.probability is None else round(finding.probability, 4),
+        supported=finding.supported, supporting_sentence=finding.supporting_sentence, similarity=finding.similarity,
+    )  # fmt: skip
 
 
 def public_manifest(manifest: dict) -> dict:

@@ -10,6 +10,8 @@ const answerSection = document.getElementById("answer-section");
 const answerBox = document.getElementById("answer");
 const coverageNote = document.getElementById("coverage-note");
 const legend = document.getElementById("answer-legend");
+const findingsSection = document.getElementById("findings-section");
+const findingList = document.getElementById("findings");
 const passagesSection = document.getElementById("passages-section");
 const passageList = document.getElementById("passages");
 const keyRow = document.getElementById("key-row");
@@ -121,6 +123,27 @@ function highlightSupport(citations) {
   }
 }
 
+// One card per paper the answer is written from, side by side, so that papers that disagree stay apart.
+function renderFindings(findings) {
+  findingList.replaceChildren();
+  for (const finding of findings) {
+    const item = document.createElement("li");
+    item.className = finding.supported ? "finding" : "finding unsupported";
+    const heading = document.createElement("a");
+    heading.href = `#passage-${finding.passage}`;
+    heading.className = "finding-paper";
+    heading.textContent = `[${finding.passage}] ${finding.title || "Untitled"}${finding.year ? ` (${finding.year})` : ""}`;
+    const text = document.createElement("p");
+    text.append(withMarkerLinks(finding.text));
+    const support = document.createElement("p");
+    support.className = "meta";
+    support.textContent = finding.supported ? "Supported by its abstract." : "Not verified against its abstract.";
+    item.append(heading, text, support);
+    findingList.append(item);
+  }
+  findingsSection.hidden = findings.length === 0;
+}
+
 function renderFinal(done) {
   answerBox.replaceChildren();
   const paragraph = document.createElement("p");
@@ -134,11 +157,12 @@ function renderFinal(done) {
     paragraph.append(span);
   });
   answerBox.append(paragraph);
+  renderFindings(done.findings || []);
   legend.hidden = !done.unsupported_sentences.length;
   highlightSupport(done.citations);
   const notes = {
     not_covered: "The indexed abstracts do not cover this question. The closest passages are listed below.",
-    partial: "The closest papers may not address this question directly; read the answer with that in mind.",
+    partial: "The closest paper may not address this question directly; read the answer with that in mind.",
   };
   coverageNote.hidden = !notes[done.coverage];
   coverageNote.textContent = notes[done.coverage] || "";
@@ -208,6 +232,7 @@ async function ask(event) {
   answerBox.replaceChildren();
   coverageNote.hidden = true;
   legend.hidden = true;
+  findingsSection.hidden = true;
   answerSection.hidden = true;
   let streamed = "";
   try {

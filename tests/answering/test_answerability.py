@@ -1,4 +1,4 @@
-"""The answerability decision: its features, its logistic model, and the three outcomes."""
+"""The per-passage answerability decision: each passage's signals, the logistic model, and the three outcomes."""
 
 from __future__ import annotations
 
@@ -14,77 +14,92 @@ from answering.answerability import (
     AnswerabilityModel,
     AnswerabilitySettings,
     LogisticModel,
-    retrieval_signals,
+    passage_signals,
 )
 from indexing.documents import Chunk, Document
 from retrieval.types import RetrievedChunk
 
 
-def hit(doc_id: str, position: int = 0, rerank: float | None = None, bm25_rank: int | None = None) -> RetrievedChunk:
-    chunk = Chunk(f"{doc_id}#{position}", doc_id, position, "text", 0, 4, "Title")
-    document = Document(doc_id, "", "Title", "text", "text", "2020", 2020)
-    return RetrievedChunk(chunk, document, rerank_score=rerank, bm25_rank=bm25_rank)
+def hit(doc_id: str, position: int = 0, rerank: float | None = None, bm25_rank: int | None = None,
+        rerank_rank: int | None = None, answer_logit: float | None = None, text: str = "text",
+        ) -> RetrievedChunk:  # fmt: skip
+    chunk = Chunk(f"{doc_id}#{position}", doc_id, position, text, 0, len(text), "Title")
+    document = Document(doc_id, "", "Title", text, text, "2020", 2020)
+    return RetrievedChunk(chunk, document, rerank_score=rerank, bm25_rank=bm25_rank, rerank_rank=rerank_rank,
+                          answer_logit=answer_logit)  # fmt: skip
 
 
 def one_feature_model(feature: str, weight: float = 1.0) -> LogisticModel:
     return LogisticModel((feature,), (0.0,), (1.0,), (weight,), 0.0)
 
 
-def test_signals_take_each_documents_best_chunk() -> None:
-    pool = [hit("a", 0, rerank=7.0, bm25_rank=3), hit("a", 1, rerank=6.5), hit("b", 0, rerank=4.0)]
-    signals = retrieval_signals("Does text help?", pool[:2], [0.61, 0.4], pool)
-    assert signals["rerank_best"] == 7.0
-    assert signals["rerank_margin"] == 3.0  # against document b, not against a's second chunk
-    assert signals["dense_best"] == 0.61
-    assert signals["bm25_agreement"] == pytest.approx(1 / math.log2(4))
+def test_each_passage_has_its_own_signals_relative_to_the_best() -> None:
+    pool = [hit("a", rerank=7.0, bm25_rank=3, rerank_rank=1, answer_logit=2.5),
+            hit("b", rerank=4.0, rerank_rank=2, answer_logit=-1.0), hit("c", rerank=1.0, rerank_rank=3)]  # fmt: skip
+    first, second = passage_signals("Does text help?", pool[:2], [0.61, 0.4], pool)
+    assert first["relevance"] == 7.0 and first["relevance_gap"] == 0.0 and first["answer_logit"] == 2.5
+    assert second["relevance_gap"] == 3.0 and second["answer_logit"] == -1.0
+    assert first["rank_weight"] == 1.0 and second["rank_weight"] == pytest.approx(1 / math.log2(3))
+    assert first["bm25_weight"] == pytest.approx(1 / math.log2(4)) and second["bm25_weight"] == 0.0
+    assert second["dense"] == 0.4 and second["dense_gap"] == pytest.approx(0.21)
 
 
 def test_without_reranking_only_the_dense_signals_exist() -> None:
     pool = [hit("a"), hit("b", bm25_rank=1)]
-    signals = retrieval_signals("Does text help?", pool, [0.2, 0.3], pool)
-    assert set(signals) == {"dense_best", "bm25_agreement", "specifics_unmatched"}
-    assert signals["bm25_agreement"] == 0.0
+    rows = passage_signals("Does text help?", pool, [0.2, 0.3], pool)
+    assert all(set(row) == {"dense", "dense_gap", "bm25_weight", "specifics_unmatched"} for row in rows)
 
 
-def test_a_specific_the_passages_never_name_is_a_signal() -> None:
-    pool = [hit("a")]  # title "Title", text "text"
-    assert retrieval_signals("Did Seattle's wage floor cut hours in 2015?", pool, [0.5], pool)[
-        "specifics_unmatched"] == 1.0  # fmt: skip
+def test_a_specific_a_passage_never_names_is_its_signal() -> None:
+    pool = [hit("a"), hit("b", text="Seattle raised its wage floor in 2015.")]
+    rows = passage_signals("Did Seattle's wage floor cut hours in 2015?", pool, [0.5, 0.5], pool)
+    assert rows[0]["specifics_unmatched"] == 1.0 and rows[1]["specifics_unmatched"] == 0.0
 
 
 def test_logistic_model_round_trips_through_json() -> None:
-    model = LogisticModel(("dense_best", "bm25_agreement"), (0.5, 0.2), (0.1, 0.3), (2.0, 0.5), -0.25)
+    model = LogisticModel(("dense", "bm25_weight"), (0.5, 0.2), (0.1, 0.3), (2.0, 0.5), -0.25)
     assert LogisticModel.from_json(json.loads(json.dumps(model.to_json()))) == model
     z = -0.25 + 2.0 * (0.7 - 0.5) / 0.1 + 0.5 * (0.0 - 0.2) / 0.3
-    assert model.probability({"dense_best": 0.7, "bm25_agreement": 0.0}) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert model.probability({"dense": 0.7, "bm25_weight": 0.0}) == pytest.approx(1 / (1 + math.exp(-z)))
 
 
-def test_three_outcomes_by_probability() -> None:
-    # P = sigmoid(rerank_best): 0.5 at score 0.
-    model = AnswerabilityModel(one_feature_model("rerank_best"), one_feature_model("dense_best"), 0.3, 0.7)
+def test_every_passage_that_passes_answers_one_per_paper_up_to_the_limit() -> None:
+    model = AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense"), 0.3, 0.7)
+    logits = {"a": 3.0, "b": -3.0, "c": 2.0, "d": 4.0, "e": 1.5}
+    pool = [hit(d, rerank=1.0, answer_logit=logit) for d, logit in logits.items()]
+    pool.insert(1, hit("a", position=1, rerank=1.0, answer_logit=5.0))  # a's second chunk: still one paper
+    verdict = model.assess("Does text help?", pool, [0.5] * len(pool), pool, max_papers=3)
+    assert verdict.coverage == "covered" and verdict.covered
+    assert [pool[i].chunk.doc_id for i in verdict.answering] == ["a", "c", "d"]  # rank order, b fails, cap 3
+    assert verdict.probability == pytest.approx(1 / (1 + math.exp(-5.0)))
+    assert len(verdict.judgements) == len(pool)
 
-    def assess(score: float):
-        pool = [hit("a", rerank=score), hit("b", rerank=score - 1)]
-        return model.assess("Does text help?", pool[:1], [0.5], pool)
 
-    assert assess(3.0).coverage == "covered"
-    partial = assess(0.0)
+def test_no_passing_passage_gives_a_partial_answer_from_the_closest_or_a_decline() -> None:
+    model = AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense"), 0.3, 0.7)
+
+    def assess(*logits: float):
+        pool = [hit(f"d{i}", rerank=1.0, answer_logit=logit) for i, logit in enumerate(logits)]
+        return model.assess("Does text help?", pool, [0.5] * len(pool), pool)
+
+    partial = assess(-2.0, 0.0)  # the second passage is the closest: P 0.5
     assert partial.coverage == "partial" and partial.answers and not partial.covered
-    declined = assess(-3.0)
-    assert declined.coverage == "not_covered" and not declined.answers
-    assert declined.probability == pytest.approx(1 / (1 + math.exp(3.0)))
+    assert partial.answering == (1,)
+    declined = assess(-3.0, -2.0)
+    assert declined.coverage == "not_covered" and not declined.answers and declined.answering == ()
+    assert declined.probability == pytest.approx(1 / (1 + math.exp(2.0)))
     assert model.assess("Does text help?", [], [], []).coverage == "not_covered"
 
 
 def test_unreranked_searches_use_the_dense_model() -> None:
-    model = AnswerabilityModel(one_feature_model("rerank_best"), one_feature_model("dense_best", 10.0), 0.3, 0.7)
+    model = AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense", 10.0), 0.3, 0.7)
     assert model.assess("Does text help?", [hit("a")], [0.5], [hit("a")]).coverage == "covered"  # sigmoid(5)
     assert model.assess("Does text help?", [hit("a")], [-0.5], [hit("a")]).coverage == "not_covered"
 
 
 def test_thresholds_must_be_ordered() -> None:
     with pytest.raises(ValueError, match="decline_below"):
-        AnswerabilityModel(one_feature_model("rerank_best"), one_feature_model("dense_best"), 0.8, 0.2)
+        AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense"), 0.8, 0.2)
     with pytest.raises(ValueError, match="must not be below"):
         AnswerabilitySettings(decline_below=0.8, answer_from=0.2)
     assert AnswerabilitySettings(model_path=" ").model_path is None
@@ -99,15 +114,18 @@ def test_an_unreadable_model_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_the_shipped_model_loads_with_every_feature() -> None:
     model = AnswerabilityModel.load(DEFAULT_MODEL_PATH)
-    assert model.reranked.features == FEATURES and set(model.dense_only.features) <= set(FEATURES)
+    assert model.reranked.features == FEATURES and set(model.dense_only.features) <= set(FEATURES) | {
+        "dense_gap", "bm25_weight"}  # fmt: skip
     assert 0 < model.decline_below <= model.answer_from < 1
-    # Stronger evidence raises the probability: two spreads above the training mean on the best
-    # reranker and dense scores clears answer_from, two below falls under it.
+    # A passage the answer head believes in, at the top of the ranking, clears answer_from; one it doubts, far
+    # below the best, does not.
     fitted = model.reranked
     centre = dict(zip(fitted.features, fitted.means, strict=True))
     spread = dict(zip(fitted.features, fitted.scales, strict=True))
-    strong = centre | {name: centre[name] + 2 * spread[name] for name in ("rerank_best", "dense_best")}
-    weak = centre | {name: centre[name] - 2 * spread[name] for name in ("rerank_best", "dense_best")}
+    strong = centre | {"answer_logit": centre["answer_logit"] + 2 * spread["answer_logit"], "relevance_gap": 0.0,
+                       "rank_weight": 1.0, "specifics_unmatched": 0.0}  # fmt: skip
+    weak = centre | {"answer_logit": centre["answer_logit"] - 2 * spread["answer_logit"],
+                     "relevance_gap": centre["relevance_gap"] + 2 * spread["relevance_gap"]}  # fmt: skip
     assert fitted.probability(strong) > model.answer_from > fitted.probability(weak)
     overrides = AnswerabilityModel.load(DEFAULT_MODEL_PATH, decline_below=0.1, answer_from=0.9)
     assert (overrides.decline_below, overrides.answer_from) == (0.1, 0.9)

@@ -1,10 +1,10 @@
-"""The answerer's decisions before generation (answerability, the caveat of a partial answer, passage focus) and
-the answer it assembles after."""
+"""The answerer's decisions before generation (which passages answer, one prompt per answering paper, the caveat of
+a partial answer, passage focus) and the answer it composes after."""
 
 from __future__ import annotations
 
-from answering.answerer import GenerationOutcome, Question
-from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE
+from answering.answerer import GenerationOutcome, PreparedAnswer, Question
+from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
 OFF_TOPIC = "How long should sourdough bread bake?"
@@ -14,31 +14,69 @@ def with_thresholds(decline_below: float, answer_from: float) -> dict:
     return {"answerability": {"decline_below": decline_below, "answer_from": answer_from}}
 
 
+def compose(prepared: PreparedAnswer, texts: list[str]):
+    """Run the composer as the service does, each finding's text in two deltas; returns it and the outcomes."""
+    composer = prepared.composer()
+    composer.start()
+    outcomes = []
+    for index, text in enumerate(texts):
+        half = len(text) // 2
+        composer.feed(index, text[:half])
+        composer.feed(index, text[half:])
+        composer.finish(index)
+        outcomes.append(GenerationOutcome(text, 100, 12, "stop", 0.5))
+    return composer, outcomes
+
+
 def test_an_unanswerable_question_is_declined_without_a_prompt(make_services) -> None:
     answerer = make_services().answerer
     prepared = answerer.prepare(Question(query=OFF_TOPIC))
-    assert prepared.prompt is None and prepared.coverage == "not_covered"
+    assert not prepared.generates and prepared.findings == [] and prepared.coverage == "not_covered"
     assert any("do not appear to cover" in note for note in prepared.notes)
-    answer = answerer.finish(prepared, None)
+    answer = answerer.finish(prepared, None, None)
     assert answer.text == NOT_COVERED_ANSWER and not answer.covered and answer.confidence < 0.3
+    assert answer.findings == []
 
 
-def test_a_covered_question_is_answered_and_may_not_be_declined(make_services) -> None:
+def test_a_covered_question_gets_one_prompt_per_answering_paper(make_services) -> None:
     answerer = make_services().answerer
     prepared = answerer.prepare(Question(query=COVERED))
-    assert prepared.coverage == "covered" and prepared.preface is None and prepared.prompt is not None
+    assert prepared.coverage == "covered" and prepared.generates
+    assert prepared.verdict is not None and len(prepared.findings) == len(prepared.verdict.answering)
+    for finding in prepared.findings:  # each prompt shows its own passage alone, as [1]
+        assert [p.number for p in finding.prompt.passages] == [1]
+        assert finding.prompt.passages[0].doc_id == prepared.hits[finding.passage - 1].chunk.doc_id
+    assert prepared.opening == opening_line(len(prepared.findings))
     opening = answerer.prompts.refusal_opening()
     assert prepared.params.banned_openings == (opening,)
     assert answerer.prompts.tokenizer.decode(list(opening)) == "The indexed"
 
 
+def test_several_papers_each_give_a_cited_finding_in_rank_order(make_services) -> None:
+    answerer = make_services(**with_thresholds(0.0, 0.0)).answerer  # every passage passes
+    prepared = answerer.prepare(Question(query=COVERED, top_k=3))
+    assert [f.passage for f in prepared.findings] == [1, 2, 3]
+    assert len({prepared.hits[f.passage - 1].chunk.doc_id for f in prepared.findings}) == 3
+    texts = [f"{prepared.hits[f.passage - 1].chunk.text.split('. ')[0]} [1]." for f in prepared.findings]
+    composer, outcomes = compose(prepared, texts)
+    answer = answerer.finish(prepared, composer, outcomes)
+    assert answer.text.startswith("Three papers in the indexed abstracts address this.")
+    for number, finding in zip((1, 2, 3), answer.findings, strict=True):  # [1] became each passage's number
+        assert finding.passage == number and finding.text.endswith(f"[{number}].") and finding.supported
+        assert finding.text in answer.text and finding.supporting_sentence
+    assert {c.passage for c in answer.report.citations} == {1, 2, 3}
+    assert not answer.report.sentences[0].is_claim  # the opening counts, it claims nothing
+    assert answer.usage.generated_tokens == 36
+
+
 def test_a_partial_answer_says_so_first(make_services) -> None:
     answerer = make_services(**with_thresholds(0.0, 1.0)).answerer  # every question lands in between
     prepared = answerer.prepare(Question(query=COVERED))
-    assert prepared.coverage == "partial" and prepared.prompt is not None
-    assert prepared.params.banned_openings  # it answers from the closest papers
+    assert prepared.coverage == "partial" and len(prepared.findings) == 1
+    assert prepared.opening == PARTIAL_ANSWER_PREFACE and prepared.params.banned_openings
     generated = "Employment did not fall after the increase [1]."
-    answer = answerer.finish(prepared, GenerationOutcome(generated, 100, 12, "stop", 0.5))
+    composer, outcomes = compose(prepared, [generated])
+    answer = answerer.finish(prepared, composer, outcomes)
     assert answer.text == f"{PARTIAL_ANSWER_PREFACE} {generated}"
     assert answer.coverage == "partial" and not answer.covered
     # The caveat is the service's sentence, not a claim to support; the generated sentence is checked.
@@ -46,32 +84,30 @@ def test_a_partial_answer_says_so_first(make_services) -> None:
     assert not first.is_claim and second.is_claim and second.supported_by == [1]
 
 
-def test_without_the_decision_the_generator_decides(make_services) -> None:
+def test_without_the_decision_the_top_papers_answer_unchecked(make_services) -> None:
     answerer = make_services().answerer
-    prepared = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False))
-    assert prepared.coverage == "unchecked" and prepared.prompt is not None and prepared.params.banned_openings == ()
+    prepared = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False, top_k=2))
+    assert prepared.coverage == "unchecked" and prepared.params.banned_openings == ()
+    assert [f.passage for f in prepared.findings] == [1, 2] and prepared.verdict is None
     off = make_services(answerability={"check": False}).answerer.prepare(Question(query=OFF_TOPIC))
     assert off.coverage == "unchecked" and off.verdict is None
 
 
 def test_prompt_passages_keep_their_sentences_closest_to_the_question(make_services) -> None:
-    answerer = make_services(focus={"max_sentences": 1}).answerer
-    prepared = answerer.prepare(Question(query="Did disability claims rise in regions exposed to imports?"))
-    assert prepared.prompt is not None
-    first = prepared.prompt.passages[0]
+    question = Question(query="Did disability claims rise in regions exposed to imports?", top_k=1,
+                        coverage_check=False)  # fmt: skip
+    prepared = make_services(focus={"max_sentences": 1}).answerer.prepare(question)
+    first = prepared.findings[0].prompt.passages[0]
     assert first.text == "Wages fell and disability claims rose in the most exposed regions."
     assert "focus" in prepared.timer.timings_ms
-    whole = make_services(focus={"enabled": False}).answerer.prepare(
-        Question(query="Did disability claims rise in regions exposed to imports?")
-    )
-    assert whole.prompt is not None and whole.prompt.passages[0].text.startswith("Import competition from China")
+    whole = make_services(focus={"enabled": False}).answerer.prepare(question)
+    assert whole.findings[0].prompt.passages[0].text.startswith("Import competition from China")
 
 
-def test_the_decision_weighs_the_same_passages_whatever_the_prompt_holds(make_services) -> None:
+def test_an_unchecked_answer_whose_papers_all_decline_is_not_covered(make_services) -> None:
     answerer = make_services().answerer
-    three = answerer.prepare(Question(query=COVERED, top_k=3))
-    one = answerer.prepare(Question(query=COVERED, top_k=1))
-    assert one.prompt is not None and len(one.prompt.passages) == len(one.hits) == 1
-    assert one.hits[0].chunk.chunk_id == three.hits[0].chunk.chunk_id
-    assert one.verdict is not None and three.verdict is not None
-    assert one.verdict.features == three.verdict.features  # the top 3 passages' signals, both times
+    prepared = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False, top_k=2))
+    composer, outcomes = compose(prepared, [NOT_COVERED_ANSWER, NOT_COVERED_ANSWER.replace(".", " [1].")])
+    answer = answerer.finish(prepared, composer, outcomes)
+    assert (answer.text, answer.coverage, answer.covered) == (NOT_COVERED_ANSWER, "not_covered", False)
+    assert answer.findings == []

@@ -67,3 +67,48 @@ def test_a_request_past_its_timeout_is_stopped(tiny_generator) -> None:
 def test_settings_are_validated(tiny_generator) -> None:
     with pytest.raises(ValueError):
         make_queue(tiny_generator, slots=0)
+
+
+def test_one_answers_generations_run_together_in_one_place(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=3)
+
+    async def run() -> tuple[list[tuple[int, str | None]], list[GenerationOutcome]]:
+        queue.reserve()  # one answer, three generations
+        outcomes = [GenerationOutcome() for _ in range(3)]
+        params = SamplingParams(max_new_tokens=4)
+        events = [event async for event in queue.stream_many([PROMPT, PROMPT + "Well", PROMPT], params, outcomes)]
+        return events, outcomes
+
+    events, outcomes = asyncio.run(run())
+    for index in range(3):  # each one's deltas, then its end marker, interleaved with the others'
+        mine = [delta for i, delta in events if i == index]
+        assert mine[-1] is None and None not in mine[:-1]
+        assert "".join(mine[:-1]) == outcomes[index].text and outcomes[index].generated_tokens == 4
+    assert queue.depth == 0  # the answer's place came back once, after the last of them
+
+
+def test_stopping_one_generation_leaves_the_others_and_closing_cancels_the_rest(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=2)
+
+    async def run() -> list[GenerationOutcome]:
+        queue.reserve()
+        outcomes = [GenerationOutcome(), GenerationOutcome()]
+        streams = queue.stream_many([PROMPT, PROMPT], SamplingParams(max_new_tokens=1000), outcomes)
+        ended: list[int] = []
+        async for index, delta in streams:
+            if delta is None:
+                ended.append(index)
+                break
+            if index == 0:
+                streams.stop(0)  # its finding is complete: the first generation ends at once
+        assert ended == [0]
+        await streams.aclose()  # the client went away: the second one is cancelled too
+        for _ in range(300):
+            if queue.depth == 0:
+                break
+            await asyncio.sleep(0.01)
+        return outcomes
+
+    outcomes = asyncio.run(run())
+    assert [outcome.finish_reason for outcome in outcomes] == ["cancelled", "cancelled"]
+    assert queue.depth == 0

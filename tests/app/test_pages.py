@@ -128,6 +128,12 @@ def test_the_question_page_streams_a_cited_answer(browser, real_live_server) -> 
     cited = browser.find_element(By.ID, target)
     assert cited.find_elements(By.CSS_SELECTOR, "mark"), "the supporting sentence is highlighted"
     assert cited.find_element(By.CSS_SELECTOR, ".meta a").get_attribute("href").startswith("https://doi.org/10.1257/")
+    # Each paper's finding is a card under the answer, linked to its passage.
+    cards = browser.find_elements(By.CSS_SELECTOR, "#findings li.finding")
+    assert cards and browser.find_element(By.ID, "findings-section").is_displayed()
+    for card in cards:
+        assert card.find_element(By.CSS_SELECTOR, "a.finding-paper").get_attribute("href").split("#")[1] in {
+            item.get_attribute("id") for item in browser.find_elements(By.CSS_SELECTOR, "#passages li")}  # fmt: skip
     links[0].click()
     assert browser.current_url.endswith(f"#{target}")
     screenshot(browser, "question-page.png")

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from training.answerability import choose_thresholds, fit_logistic, fitted_model, roc_auc
+from training.answerability import DevJudgement, choose_thresholds, fit_logistic, fitted_model, outcome_at, roc_auc
+from training.evaluation.dev_questions import DevQuestion
 
 
 def test_the_logistic_fit_finds_the_informative_feature() -> None:
@@ -21,22 +22,34 @@ def test_the_logistic_fit_finds_the_informative_feature() -> None:
     assert model.probability({"signal": -3.0, "noise": 0.0}) < 0.05
 
 
-def test_thresholds_decline_at_most_the_allowed_share() -> None:
-    answerable = [0.03, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0.95, 0.99]
-    unanswerable = [0.01, 0.1, 0.2, 0.4, 0.55, 0.65]
-    chosen = choose_thresholds(answerable, unanswerable, max_false_decline=0.1, max_outright_decline=0.1)
-    # P below answer_from is declined: a cut at 0.5 declines one answerable question in ten, one above 0.5
-    # would decline two; the threshold sits halfway between 0.5 and the next probability below (0.4).
-    assert chosen["answer_from"] == 0.45
-    assert chosen["calibration_wrongly_declined"] == 0.1
-    assert chosen["calibration_unanswerable_declined"] == pytest.approx(4 / 6, abs=0.01)
-    # The same rule for bare refusals, never above answer_from.
-    assert chosen["decline_below"] == 0.45 and chosen["calibration_declined_outright"] == 0.1
-    strict = choose_thresholds(answerable, unanswerable, max_false_decline=0.1, max_outright_decline=0.0)
-    assert strict["decline_below"] == 0.02 and strict["calibration_declined_outright"] == 0.0  # (0.01 + 0.03) / 2
-    looser = choose_thresholds(answerable, unanswerable, max_false_decline=0.2, max_outright_decline=0.0)
-    assert looser["answer_from"] == 0.575
-    assert looser["calibration_unanswerable_declined"] == pytest.approx(5 / 6, abs=0.01)
+def dev(question_id: str, kind: str, relevant: set[str], passages: list[tuple[str, float]]) -> DevJudgement:
+    return DevJudgement(DevQuestion(question_id, "q", tuple(relevant), kind, ""), frozenset(relevant), passages)
+
+
+JUDGED = [
+    dev("d0-01", "paraphrase", {"a"}, [("a", 0.9), ("b", 0.5)]),
+    dev("d0-03", "paraphrase", {"c"}, [("c", 0.62), ("d", 0.3)]),
+    dev("dt-01", "topical", {"e", "f"}, [("e", 0.95), ("f", 0.45), ("g", 0.41)]),
+    dev("du-01", "unanswerable", set(), [("h", 0.6), ("i", 0.2)]),
+]
+
+
+def test_question_figures_follow_the_services_selection() -> None:
+    # answer_from 0.7: the second paraphrase (best 0.62) is declined; also_from 0.44 adds f but not g.
+    figures = outcome_at(JUDGED, answer_from=0.7, also_from=0.44, max_papers=5)
+    assert figures == {"answered_with_relevant": pytest.approx(2 / 3), "unanswerable_declined": 1.0,
+                       "topical_recall": 1.0, "topical_precision": 1.0}  # fmt: skip
+    loose = outcome_at(JUDGED, answer_from=0.5, also_from=0.4, max_papers=5)
+    assert loose["unanswerable_declined"] == 0.0 and loose["topical_precision"] == pytest.approx(2 / 3)
+
+
+def test_thresholds_maximise_the_four_figures_and_bare_refusals_stay_rare() -> None:
+    chosen = choose_thresholds(JUDGED, max_papers=5, max_outright_decline=0.0)
+    # Everything right needs answer_from in (0.6, 0.62] and also_from in (0.41, 0.45]: the highest such bars.
+    assert (chosen["answer_from"], chosen["also_from"]) == (0.62, 0.44)
+    assert chosen["calibration_half"] == {"answered_with_relevant": 1.0, "unanswerable_declined": 1.0,
+                                          "topical_recall": 1.0, "topical_precision": 1.0}  # fmt: skip
+    assert chosen["decline_below"] <= 0.62  # no answerable question's best passage falls below it
 
 
 def test_roc_auc() -> None:

@@ -5,7 +5,8 @@ most two of the title's distinctive words and no pair of adjacent title content 
 source ("this paper", "the authors"); name at least one answer sentence of its abstract. An unanswerable
 question is a near miss (derived from an abstract: it must copy no 4-word run from it and say how it
 differs from it) or about an absent topic (its key terms appear in no abstract or title of the corpus); both have
-6-25 words.
+6-25 words. A topical question has 8-25 words and 2-6 relevant abstracts among the candidates its writer read,
+each with the sentences of its finding, and copies no 4-word run from any of them.
 
     python -m training.questions.checks training/data/questions/answerable/*.jsonl
 """
@@ -26,6 +27,8 @@ from indexing.bm25 import ENGLISH_STOP_WORDS
 from indexing.documents import Document
 
 MIN_WORDS, MAX_WORDS = 6, 25
+TOPICAL_MIN_WORDS = 8
+TOPICAL_MIN_RELEVANT, TOPICAL_MAX_RELEVANT = 2, 6
 COPY_RUN = 4  # words: a run this long shared with the abstract or title is a copy
 MAX_TITLE_WORDS = 2  # distinctive title words a question may keep
 STYLES = ("yes/no", "how", "what", "why", "evidence", "which", "other")
@@ -154,6 +157,39 @@ def absent_topic_problems(record: dict, corpus_text: str) -> list[Problem]:
     return problems
 
 
+def topical_problems(record: dict, documents: dict[str, Document]) -> list[Problem]:
+    """A topical question: 8-25 words, 2-6 relevant abstracts among those the writer read, each with the sentence
+    numbers of its finding, and no 4-word run copied from any relevant abstract or title."""
+    from indexing.chunking import split_sentences
+
+    record_id = str(record.get("id"))
+    question = str(record.get("question", "")).strip()
+    judged, relevant = record.get("judged"), record.get("relevant")
+    if not isinstance(judged, list) or not isinstance(relevant, list):
+        return [Problem(record_id, "judged and relevant must be lists of doc_ids")]
+    problems = []
+    if len(question.split()) < TOPICAL_MIN_WORDS:
+        problems.append(Problem(record_id, f"{len(question.split())} words; write {TOPICAL_MIN_WORDS}-{MAX_WORDS}"))
+    if not TOPICAL_MIN_RELEVANT <= len(set(relevant)) <= TOPICAL_MAX_RELEVANT:
+        problems.append(Problem(record_id, f"{len(set(relevant))} relevant; a topical question has 2-6"))
+    if record.get("style") not in STYLES:
+        problems.append(Problem(record_id, f"style must be one of {STYLES}"))
+    findings = record.get("findings") if isinstance(record.get("findings"), dict) else {}
+    for doc_id in relevant:
+        document = documents.get(doc_id)
+        if document is None or doc_id not in judged:
+            problems.append(Problem(record_id, f"relevant {doc_id!r} is unknown or not among the judged candidates"))
+            continue
+        problems += common_problems(record_id, question, document)
+        count = len(split_sentences(document.abstract))
+        sentences = findings.get(doc_id)
+        if (not isinstance(sentences, list) or not sentences
+                or not all(isinstance(i, int) and 0 <= i < count for i in sentences)):  # fmt: skip
+            problems.append(Problem(record_id, f"findings[{doc_id!r}] must list sentence numbers 0-{count - 1}"))
+    problems += [Problem(record_id, f"judged {d!r} is not in the corpus") for d in judged if d not in documents]
+    return list({(p.record_id, p.message): p for p in problems}.values())
+
+
 def read_records(paths: Iterable[Path]) -> list[dict]:
     records = []
     for path in paths:
@@ -182,12 +218,15 @@ def check_records(records: list[dict], documents: dict[str, Document]) -> list[P
             problems += near_miss_problems(record, documents.get(record.get("source_doc_id", "")))
         elif kind == "absent_topic":
             problems += absent_topic_problems(record, corpus_text)
+        elif kind == "topical":
+            problems += topical_problems(record, documents)
         elif kind == "paraphrase":
             document = documents.get(record.get("doc_id", ""))
             count = len(split_sentences(document.abstract)) if document else 0
             problems += answerable_problems(record, document, count)
         else:
-            problems.append(Problem(str(record.get("id")), "kind must be paraphrase, near_miss or absent_topic"))
+            kinds = "paraphrase, topical, near_miss or absent_topic"
+            problems.append(Problem(str(record.get("id")), f"kind must be {kinds}"))
     return problems
 
 

@@ -57,6 +57,20 @@ class UnanswerableQuestion:
         return in_validation_split(f"questions:{self.source_doc_id or self.question_id}", VALIDATION_FRACTION)
 
 
+@dataclass(frozen=True)
+class TopicalQuestion:
+    """A question several abstracts answer in part; every abstract in `judged` was read, `relevant` answer it."""
+
+    question_id: str
+    question: str
+    relevant: tuple[str, ...]
+    judged: tuple[str, ...]
+
+    @property
+    def is_validation(self) -> bool:
+        return in_validation_split(f"questions:{self.question_id}", VALIDATION_FRACTION)
+
+
 def _records(directory: Path) -> list[dict]:
     return [
         json.loads(line)
@@ -83,4 +97,11 @@ def load_unanswerables(questions_dir: Path = QUESTIONS_DIR) -> list[Unanswerable
         UnanswerableQuestion(r["id"], r["kind"], r["question"], r.get("source_doc_id"))
         for r in _records(questions_dir / "unanswerable")
         if r["id"] in confirmed
+    ]
+
+
+def load_topicals(questions_dir: Path = QUESTIONS_DIR) -> list[TopicalQuestion]:
+    return [
+        TopicalQuestion(r["id"], r["question"], tuple(r["relevant"]), tuple(r["judged"]))
+        for r in _records(questions_dir / "topical")
     ]

@@ -17,10 +17,13 @@ from app.services import Services
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["ask"])
 
-SSE_DESCRIPTION = """With `stream: true` the answer comes as Server-Sent Events:
-`passages` (the numbered passages), then `delta` events ({"text": …}) as tokens are decoded, then one
-`done` event with citations, usage and timings (the same fields as the JSON answer). A failure mid-way
-sends an `error` event. Closing the connection cancels generation."""
+SSE_DESCRIPTION = """An answer is written from every passage that answers the question (up to `top_k` papers):
+one finding per paper, most relevant first, after an opening line; `findings` lists them with their support.
+
+With `stream: true` the answer comes as Server-Sent Events: `passages` (the numbered passages), then `delta`
+events ({"text": …}) as the answer is composed, then one `done` event with citations, findings, usage and timings
+(the same fields as the JSON answer). A failure mid-way sends an `error` event. Closing the connection cancels
+generation."""
 
 
 def sse_event(event: str, data: object) -> bytes:

@@ -1,6 +1,7 @@
 """An OpenAI-compatible chat endpoint, so existing clients (the openai package, Open WebUI, LangChain's OpenAI chat
 model) can ask the service: the last user message is the question; the answer is the message's content; the
-passages and verified citations ride along in the `aer_rag` field (of the response, or of the last chunk)."""
+passages, verified citations and the per-paper findings ride along in the `aer_rag` field (of the response, or of
+the last chunk)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ def extra(answer: Answer) -> dict:
         "confidence": result.confidence,
         "passages": [p.model_dump() for p in passages_out(answer.prepared.hits)],
         "citations": [c.model_dump() for c in result.citations],
+        "findings": [f.model_dump() for f in result.findings],
         "unsupported_sentences": result.unsupported_sentences,
         "notes": result.notes,
     }
@@ -125,7 +127,7 @@ async def stream_chunks(services, run: AnswerRun, completion_id: str, created: i
         async for delta in answer_deltas(services, run):
             yield chunk(completion_id, created, {"content": delta})
         answer = await finish_answer(services, run)
-        if run.prepared.prompt is None:  # declined: the statement is the whole answer
+        if not run.prepared.generates:  # declined: the statement is the whole answer
             yield chunk(completion_id, created, {"content": answer.text})
         yield chunk(completion_id, created, {}, finish_reason(answer), aer_rag=extra(answer))
         if include_usage:

@@ -2,20 +2,28 @@ import pytest
 from fastapi.testclient import TestClient
 
 from answering.prompt import NOT_COVERED_ANSWER
+from app.api.presenters import question_of
 from app.main import create_app
+from app.schemas import AskRequest
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
 OFF_TOPIC = "How long should sourdough bread bake, and at what oven temperature?"
 
 
-def test_ask_answers_with_numbered_passages_usage_and_timings(client: TestClient) -> None:
+def test_ask_answers_with_numbered_passages_findings_usage_and_timings(client: TestClient) -> None:
     response = client.post("/v1/ask", json={"query": COVERED, "top_k": 3})
     assert response.status_code == 200
     body = response.json()
     assert body["covered"] is True and body["model"] == "tiny-random"
-    assert [p["number"] for p in body["passages"]] == [1, 2, 3]
+    # The passages the decision judged (8, the whole tiny index), numbered; at most 3 papers answer.
+    assert [p["number"] for p in body["passages"]] == list(range(1, 9))
     assert body["passages"][0]["document"]["doi"] == "10.1257/test.1"
-    assert 0 < body["usage"]["generated_tokens"] <= 16 and body["usage"]["prompt_tokens"] > 100
+    findings = body["findings"]
+    assert 1 <= len(findings) <= 3 and len({f["doi"] for f in findings}) == len(findings)
+    for finding in findings:
+        passage = body["passages"][finding["passage"] - 1]
+        assert finding["doi"] == passage["document"]["doi"] and 0 <= finding["probability"] <= 1
+    assert 0 < body["usage"]["generated_tokens"] <= 16 * len(findings) and body["usage"]["prompt_tokens"] > 100
     assert body["finish_reason"] in {"stop", "length"}
     assert {"retrieve", "answerability", "focus", "prompt", "generate"} <= set(body["timings_ms"])
     assert isinstance(body["answer"], str)
@@ -56,11 +64,14 @@ def test_streamed_answer_is_passages_then_deltas_then_citations(client: TestClie
     assert names[0] == "passages" and names[-1] == "done" and "delta" in names
     assert set(names[1:-1]) == {"delta"}
     passages, done = events[0][1], events[-1][1]
-    assert [p["number"] for p in passages["passages"]] == [1, 2]
-    streamed = "".join(data["text"] for name, data in events if name == "delta")
-    assert done["answer"] == streamed.strip()
+    assert [p["number"] for p in passages["passages"]] == list(range(1, 9))
+    deltas = [data["text"] for name, data in events if name == "delta"]
+    assert deltas[0] == "Two papers in the indexed abstracts address this."  # the opening comes first, at once
+    assert done["answer"] == " ".join("".join(deltas).split())
     assert done["usage"]["generated_tokens"] > 0 and "generate" in done["timings_ms"]
-    assert {"citations", "sentences", "unsupported_sentences"} <= set(done)
+    assert {"citations", "sentences", "unsupported_sentences", "findings"} <= set(done)
+    numbers = [f["passage"] for f in done["findings"]]
+    assert len(numbers) == 2 and numbers == sorted(numbers)  # the answering passages, in rank order
 
 
 def test_streamed_uncovered_question_has_no_deltas(client: TestClient, sse) -> None:
@@ -99,18 +110,21 @@ def test_rerank_on_and_off_in_answers(make_services) -> None:
     assert not off["rerank"]["applied"] and "Reranking was off for this answer." in off["notes"]
 
 
-def test_passages_that_do_not_fit_the_context_are_dropped_whole(make_services) -> None:
-    services = make_services(answering={"max_new_tokens": 8})
+def test_answering_passages_that_do_not_fit_the_context_are_left_out(make_services) -> None:
+    services = make_services(answering={"max_new_tokens": 8}, answerability={"decline_below": 0.0, "answer_from": 0.0})
     client = TestClient(create_app(services.settings, services))
     request = {"query": COVERED, "top_k": 5}
     full = client.post("/v1/ask", json=request).json()
-    assert full["dropped_passages"] == 0
-    # Shrink the context below what all five passages need: the last ones must go, whole.
-    services.answerer.prompts.max_context = full["usage"]["prompt_tokens"] + 8 - 30
+    assert full["dropped_passages"] == 0 and len(full["findings"]) == 5
+    # Shrink the context between the shortest and the longest finding prompt: the longer ones must go.
+    prepared = services.answerer.prepare(question_of(AskRequest.model_validate(request)))
+    sizes = [f.prompt.prompt_tokens for f in prepared.findings]
+    assert min(sizes) < max(sizes)
+    services.answerer.prompts.max_context = min(sizes) + 8
     body = client.post("/v1/ask", json=request).json()
-    assert 0 < body["dropped_passages"] < 5
-    assert any("left out of the prompt" in note for note in body["notes"])
-    assert body["usage"]["prompt_tokens"] + 8 <= services.answerer.prompts.max_context
+    assert body["dropped_passages"] == sum(size > min(sizes) for size in sizes)
+    assert len(body["findings"]) == 5 - body["dropped_passages"]
+    assert any("left out of the prompts" in note for note in body["notes"])
 
 
 @pytest.mark.parametrize("generation", [
