@@ -38,7 +38,8 @@ class AnsweringSettings(BaseModel):
     support_threshold: float = Field(0.56, ge=-1.0, le=1.0)
     # Chosen on the grounded validation split (benchmarks/grounded_eval.py): greedy with no repeated
     # 4-grams stops loops; a repetition penalty would punish re-citing [1].
-    max_new_tokens: int = Field(96, ge=1, le=1024, description="Tokens generated at most per paper's finding.")
+    max_new_tokens: int = Field(64, ge=1, le=1024, description="Tokens generated at most per paper's finding (it "
+                                "stops at the end of its sentence).")  # fmt: skip
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0)
     no_repeat_ngram_size: int = Field(4, ge=0, le=10)
 

@@ -21,8 +21,9 @@ from answering.citations import CITATION_MARKER
 from answering.prompt import PARTIAL_ANSWER_PREFACE, opening_line
 from indexing.chunking import split_sentences
 
-# A finding is the first sentences of its generation: enough for a result and its qualification.
-FINDING_SENTENCES = 2
+# A finding is the first sentence of its generation: the focused passage puts the sentence closest to the question
+# first, and the fine-tuned generator states it first; later sentences drift to the paper's other results.
+FINDING_SENTENCES = 1
 # A trailing "[", "[1" or "[1," may still become a citation marker: hold it back until it is complete.
 _OPEN_MARKER = re.compile(r"\[[\d,\s]*$")
 

@@ -8,7 +8,7 @@ from answering.prompt import PARTIAL_ANSWER_PREFACE, opening_line
 
 
 def test_a_finding_is_renumbered_and_cut_after_its_sentences() -> None:
-    finding = FindingStream(passage=4)
+    finding = FindingStream(passage=4, max_sentences=2)
     finding.feed("Minimum wages cut teen jobs [1]. The effect is small [1, 1].")
     assert finding.text == "Minimum wages cut teen jobs [4]. The effect is small [4]." and not finding.complete
     finding.feed(" A third sentence")
@@ -50,8 +50,10 @@ def test_findings_come_out_in_order_whatever_order_they_are_generated_in() -> No
 def test_a_complete_finding_stops_wanting_tokens() -> None:
     composer = AnswerComposer(opening_line(1), [1])
     composer.start()
-    composer.feed(0, "One. Two. Three")
-    assert not composer.wants_more(0)
+    composer.feed(0, "Wages rose sharply [1].")
+    assert composer.wants_more(0)  # another sentence might still belong to it
+    composer.feed(0, " Employment fell")
+    assert not composer.wants_more(0) and composer.finding_texts() == ["Wages rose sharply [1]."]
 
 
 def test_openings_are_the_services_own_sentences() -> None:

@@ -50,6 +50,20 @@ def test_real_answer_is_grounded_and_cited(real_client: TestClient, sse) -> None
     assert done["citations"] and not done["unsupported_sentences"], done
 
 
+def test_a_question_several_papers_answer_gets_a_cited_finding_from_each(real_client: TestClient) -> None:
+    body = real_client.post("/v1/ask", json={"query": "Does raising the minimum wage reduce employment?"}).json()
+    assert body["coverage"] == "covered", body["notes"]
+    findings = body["findings"]
+    assert len(findings) >= 2 and len({f["doi"] for f in findings}) == len(findings), findings
+    numbers = [f["passage"] for f in findings]
+    assert numbers == sorted(numbers)  # most relevant first, as the passages are ranked
+    for finding in findings:
+        assert f"[{finding['passage']}]" in finding["text"] and finding["text"] in body["answer"]
+        assert 0.0 < finding["probability"] <= 1.0
+    assert sum(f["supported"] for f in findings) >= len(findings) - 1, findings
+    assert body["answer"].split(".")[0].endswith("papers in the indexed abstracts address this")
+
+
 def test_off_topic_question_is_refused_without_generation(real_client: TestClient) -> None:
     body = real_client.post("/v1/ask", json={"query": "How long should sourdough bread bake?"}).json()
     assert body["covered"] is False and body["coverage"] == "not_covered" and body["usage"]["generated_tokens"] == 0
