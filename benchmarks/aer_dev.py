@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from answering.answerer import AnsweringSettings
-from answering.citations import is_refusal, sentences_of, strip_markers
+from answering.citations import is_refusal, is_service_sentence, sentences_of, strip_markers
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
 from benchmarks.service import ask_streamed, median, running_service
 from indexing.index import PublishedIndex
@@ -87,7 +87,8 @@ class OnTarget:
 
     def count(self, answer: str, relevant: tuple[str, ...]) -> tuple[int, int]:
         claims = [strip_markers(s) for s in sentences_of(answer)]
-        claims = [c for c in claims if len(c.split()) >= MIN_CLAIM_WORDS]
+        # The service's own sentences (the opening that counts the papers, a partial answer's caveat) claim nothing.
+        claims = [c for c in claims if len(c.split()) >= MIN_CLAIM_WORDS and not is_service_sentence(c)]
         abstracts = [self.doc_of_doi[doi].abstract for doi in relevant if doi in self.doc_of_doi]
         evidence = [sentence for abstract in abstracts for sentence in sentences_of(abstract)]
         if not claims or not evidence:
@@ -126,6 +127,17 @@ async def serve_questions(base: str, questions: list[DevQuestion], on_target: On
             })  # fmt: skip
             print(f"  {number}/{len(questions)} {question.question_id} declined={declined} "
                   f"cited={records[-1]['cited_relevant']} {answer.total_s:.1f}s", flush=True)  # fmt: skip
+    return records
+
+
+def rescored(label: str, questions: list[DevQuestion], on_target: OnTarget) -> list[dict]:
+    """A configuration's saved answers with their answer-dependent figures counted again (e.g. after a fix of the
+    counting); the served figures (status, timings, citations) stay as they were."""
+    relevant = {q.question_id: q.relevant for q in questions}
+    records = json.loads((DETAILS / f"{label}.json").read_text())
+    for record in records:
+        if not record["declined"]:
+            record["on_target"], record["claims"] = on_target.count(record["answer"], relevant[record["id"]])
     return records
 
 
@@ -225,6 +237,8 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rescore", action="store_true", help="recompute the figures of the configurations' "
+                        "saved answers (var/aer_dev/LABEL.json) without serving them again")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     configs = args.config or [Config("default")]
@@ -239,29 +253,36 @@ def main() -> None:
     on_target = OnTarget(index, AnsweringSettings().support_threshold)
     DETAILS.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
+    previous = json.loads(RESULTS.read_text()).get("configs", {}) if RESULTS.is_file() else {}
     for config in configs:
-        print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
-        with running_service(args.index.resolve(), "cpu", config.env, config.repo) as base:
-            info = httpx.get(f"{base}/v1/info").json()
-            records = asyncio.run(serve_questions(base, questions, on_target))
-        reranker_dir = config.reranker_dir if config.repo is None else config.repo / "models/weights/reranker"
-        top1 = reranker_top1(index, questions, reranker_dir)
-        for record in records:
-            record["top1"] = top1.get(record["id"])
-        (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+        if args.rescore:
+            records, top1, info = rescored(config.label, questions, on_target), None, None
+        else:
+            print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
+            with running_service(args.index.resolve(), "cpu", config.env, config.repo) as base:
+                info = httpx.get(f"{base}/v1/info").json()
+                records = asyncio.run(serve_questions(base, questions, on_target))
+            reranker_dir = config.reranker_dir if config.repo is None else config.repo / "models/weights/reranker"
+            top1 = reranker_top1(index, questions, reranker_dir)
+            for record in records:
+                record["top1"] = top1.get(record["id"])
+            (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+        top1 = {r["id"]: r["top1"] for r in records if r.get("top1")}
         summary = {
             kind: {half: summarize([r for r in records if r["kind"] == kind and r["half"] == half], top1)
                    for half in HALVES}
             for kind in KINDS
         }  # fmt: skip
+        if info is None:  # rescored: the run's own record, new figures
+            results[config.label] = {**previous[config.label], "summary": summary, "rescored": True}
+            continue
         results[config.label] = {
             "settings": config.env, "reranker": info["reranker"]["model"], "generator": info["generator"]["model"],
             "commit": git_commit(config.repo), "machine": machine(), "summary": summary,
         }  # fmt: skip
     print(table(results))
     # Earlier runs' configurations stay in the file (e.g. "before", measured at an earlier commit).
-    previous = RESULTS.read_text() if RESULTS.is_file() else "{}"
-    configs = {**json.loads(previous).get("configs", {}), **results}
+    configs = {**previous, **results}
     payload = {"questions": relative(DEV_QUESTIONS), "configs": configs}
     print(f"wrote {relative(write_results('aer_dev', payload))}")
 
