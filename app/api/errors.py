@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from answering.prompt import PromptTooLongError
 from app.generation import GenerationTimeoutError, QueueFullError, ShuttingDownError
+from app.search_admission import SearchBusyError
 from retrieval.search import RerankNotAvailableError
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,12 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
             f"The server is busy generating other answers ({error}); retry in {retry_after_s} s.",
             headers={"Retry-After": str(retry_after_s)},
         )
+
+    @app.exception_handler(SearchBusyError)
+    async def _search_busy(request: Request, error: SearchBusyError) -> JSONResponse:
+        retry = request.app.state.settings.search.retry_after_s
+        return error_response(request, 429, "busy", f"The server is busy with other searches ({error}); retry in "
+                              f"{retry} s.", headers={"Retry-After": str(retry)})  # fmt: skip
 
     @app.exception_handler(GenerationTimeoutError)
     async def _timeout(request: Request, error: GenerationTimeoutError) -> JSONResponse:
