@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.errors import error_body
@@ -45,7 +45,7 @@ class RequestBodyGuard:
 
     def _routed(self, scope: Scope) -> bool:
         # Routes only: a mount (static files) answers a POST 405 itself.
-        return any(isinstance(route, Route) and route.matches(scope)[0] is Match.FULL for route in self.routes)
+        return any(not isinstance(route, Mount) and route.matches(scope)[0] is Match.FULL for route in self.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") not in BODY_METHODS or not self._routed(scope):
