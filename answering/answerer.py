@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage
-from answering.citations import SupportChecker, SupportReport
+from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.focus import SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, BuiltPrompt, Passage, PromptBuilder
 from models import SamplingParams
@@ -116,7 +116,11 @@ class Answer:
     @property
     def coverage(self) -> str:
         """covered | partial (answered from the closest papers, with a caveat) | not_covered | unchecked."""
-        return self.prepared.coverage
+        coverage = self.prepared.coverage
+        # Without the decision the generator may still decline, in the service's own sentence: that is no answer.
+        if coverage == "unchecked" and is_refusal(self.text):
+            return "not_covered"
+        return coverage
 
     @property
     def covered(self) -> bool:

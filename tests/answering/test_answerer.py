@@ -3,7 +3,12 @@ the answer it assembles after."""
 
 from __future__ import annotations
 
-from answering.answerer import GenerationOutcome, Question
+from types import SimpleNamespace
+
+import pytest
+
+from answering.answerer import Answer, GenerationOutcome, Question, Usage
+from answering.citations import SupportReport
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
@@ -75,3 +80,15 @@ def test_the_decision_weighs_the_same_passages_whatever_the_prompt_holds(make_se
     assert one.hits[0].chunk.chunk_id == three.hits[0].chunk.chunk_id
     assert one.verdict is not None and three.verdict is not None
     assert one.verdict.features == three.verdict.features  # the top 3 passages' signals, both times
+
+
+@pytest.mark.parametrize(("text", "coverage", "covered"), [
+    (NOT_COVERED_ANSWER, "not_covered", False),
+    (NOT_COVERED_ANSWER.replace(".", " [1]."), "not_covered", False),
+    ("Employment did not fall [1].", "unchecked", True),
+])  # fmt: skip
+def test_an_unchecked_answer_that_declines_is_not_covered(text: str, coverage: str, covered: bool) -> None:
+    """coverage_check false: no decision was made, but the generator's own decline must not read as covered."""
+    prepared = SimpleNamespace(coverage="unchecked")
+    answer = Answer(text, "stop", SupportReport([], []), prepared, Usage(1, 1, None), [])  # type: ignore[arg-type]
+    assert (answer.coverage, answer.covered) == (coverage, covered)
