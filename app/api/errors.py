@@ -34,6 +34,14 @@ def public_message(error: BaseException) -> str:
     return "generation failed; see the server log"
 
 
+def log_stream_failure(logger: logging.Logger, what: str, error: BaseException) -> None:
+    """A failure after the status line: a timeout or a shutdown is expected (one line); anything else a traceback."""
+    if isinstance(error, TimeoutError | ShuttingDownError):
+        logger.warning("%s ended early: %s", what, error)
+    else:
+        logger.error("%s failed", what, exc_info=error)
+
+
 def error_body(code: str, message: str, request_id: str | None, details: list[dict] | None = None) -> dict:
     body: dict = {"code": code, "message": message, "request_id": request_id}
     if details:
