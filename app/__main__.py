@@ -15,6 +15,7 @@ from app.config import Settings, unknown_environment_variables
 from app.main import create_app
 from app.server import Server, build_config, exposure_warning
 from app.services import load_services
+from runtime.arenas import limit_arenas
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -35,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("app").warning("%s names no setting and is ignored (see the README's Settings)", name)
     if warning := exposure_warning(settings):
         logging.getLogger("app").warning(warning)
+    # Before any model or pool thread exists: each thread that allocates may otherwise get an arena of its own.
+    limit_arenas(settings.memory.malloc_arenas)
     try:
         services = load_services(settings)
     except Exception as error:  # a clear one-line refusal instead of a traceback

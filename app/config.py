@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from answering.answerability import AnswerabilitySettings
 from answering.answerer import AnsweringSettings
 from answering.focus import FocusSettings
-from app.limits import ConnectionSettings, RateLimitSettings, SearchAdmissionSettings
+from app.limits import ConnectionSettings, MemorySettings, RateLimitSettings, SearchAdmissionSettings
 from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import RerankerSettings
@@ -137,6 +137,7 @@ class Settings(BaseSettings):
     connections: ConnectionSettings = ConnectionSettings()
     search: SearchAdmissionSettings = SearchAdmissionSettings()
     rate_limit: RateLimitSettings = RateLimitSettings()
+    memory: MemorySettings = MemorySettings()
 
     _empty_address = field_validator("published_address", mode="before")(_empty_means_none)
 

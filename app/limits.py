@@ -66,3 +66,17 @@ class RateLimitSettings(BaseModel):
     max_clients: int = Field(
         10_000, ge=1, le=10_000_000, description="Clients remembered at once (the least recent are forgotten)."
     )
+
+
+class MemorySettings(BaseModel):
+    """How much freed memory the process keeps (glibc; runtime/arenas.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    malloc_arenas: int = Field(
+        2, ge=0, le=1024, description="malloc arenas for the process's threads (0: glibc's default, 8 per core)."
+    )
+    trim_after_idle_s: float = Field(
+        10.0, ge=0, le=3600,
+        description="Freed memory goes back to the kernel once no search has run for this long (0: never).",
+    )  # fmt: skip

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from app.limits import SearchAdmissionSettings
 from app.metrics import ServiceMetrics
+from runtime.arenas import trim_freed_memory
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ class SearchBusyError(RuntimeError):
 
 
 class SearchAdmission:
-    def __init__(self, settings: SearchAdmissionSettings, metrics: ServiceMetrics):
+    def __init__(self, settings: SearchAdmissionSettings, metrics: ServiceMetrics, trim_after_idle_s: float = 0.0):
         self.workers = settings.workers
         self.capacity = settings.workers + settings.queue_size
         self.max_wait_s = settings.max_wait_s
@@ -37,6 +38,10 @@ class SearchAdmission:
         self._executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="aer-rag-search")
         self._lock = threading.Lock()  # released from the worker thread when a job ends
         self._in_flight = 0
+        # After a burst, the models' freed buffers go back to the kernel once searches stop (0: never).
+        self.trim_after_idle_s = trim_after_idle_s
+        self._trim: threading.Timer | None = None
+        self.trims = 0
 
     @property
     def in_flight(self) -> int:
@@ -46,6 +51,21 @@ class SearchAdmission:
         with self._lock:
             self._in_flight += by
             self.metrics.search_in_flight.set(self._in_flight)
+            if self._trim is not None:
+                self._trim.cancel()
+                self._trim = None
+            if self._in_flight == 0 and self.trim_after_idle_s > 0:
+                self._trim = threading.Timer(self.trim_after_idle_s, self._trim_when_idle)
+                self._trim.daemon = True
+                self._trim.start()
+
+    def _trim_when_idle(self) -> None:
+        with self._lock:
+            if self._in_flight:
+                return
+            self._trim = None
+        trim_freed_memory()
+        self.trims += 1
 
     async def run(self, function: Callable[[], T]) -> T:
         """Run `function` on a search worker, or raise SearchBusyError at once (or when it waited too long).
@@ -56,8 +76,7 @@ class SearchAdmission:
                 self.metrics.search_rejected.inc()
                 raise SearchBusyError(f"all {self.workers} search workers and {self.capacity - self.workers} "
                                       "places in line are taken")  # fmt: skip
-            self._in_flight += 1
-            self.metrics.search_in_flight.set(self._in_flight)
+        self._change(+1)
         submitted = time.monotonic()
 
         def job() -> T:
@@ -73,4 +92,7 @@ class SearchAdmission:
         return await asyncio.wrap_future(self._executor.submit(job))
 
     def close(self) -> None:
+        with self._lock:
+            if self._trim is not None:
+                self._trim.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)

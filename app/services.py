@@ -79,5 +79,5 @@ def build_services(
         check_by_default=settings.answerability.check,
     )
     queue = GenerationQueue(generator, settings.generation, metrics)
-    searches = SearchAdmission(settings.search, metrics)
+    searches = SearchAdmission(settings.search, metrics, settings.memory.trim_after_idle_s)
     return Services(settings, metrics, index, search, answerer, queue, device, searches)

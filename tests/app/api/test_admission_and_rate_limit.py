@@ -102,3 +102,20 @@ def test_the_spec_states_its_cross_field_rules(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert "year_min must not be after year_max" in schemas["Filters"]["description"]
     assert "role 'user'" in schemas["ChatCompletionRequest"]["properties"]["messages"]["description"]
+
+
+def test_freed_memory_is_trimmed_once_searches_go_idle() -> None:
+    admission = SearchAdmission(SearchAdmissionSettings(workers=1), ServiceMetrics(), trim_after_idle_s=0.05)
+
+    async def burst() -> None:
+        await asyncio.gather(*(admission.run(lambda: 1) for _ in range(3)))
+
+    try:
+        asyncio.run(burst())
+        for _ in range(200):  # the timer's own thread runs it; bounded only so a broken timer cannot hang
+            if admission.trims:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        admission.close()
+    assert admission.trims == 1  # one trim for the idle period, not one per search
