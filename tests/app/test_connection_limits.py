@@ -90,10 +90,14 @@ def test_an_overlong_request_line_is_refused_with_431(server: str) -> None:
     assert status_of(response) == 431
 
 
-def test_connections_beyond_the_limit_get_503_at_once(server: str) -> None:
+def test_connections_beyond_the_limit_get_503_at_once(live_server) -> None:
+    # Long timeouts here, so that the held connections stay open however slowly this machine runs.
+    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60, "max_connections": 8})
     held = [connect(server) for _ in range(8)]
     try:
-        time.sleep(0.2)  # let the server register them
+        for sock in held:  # one answered request each: the server has taken every one of them
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert status_of(sock.recv(65536)) == 200
         with connect(server) as extra:
             response, _ = read_until_closed(extra)
         assert status_of(response) == 503
