@@ -45,8 +45,8 @@ def service(real_index_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
            "AER_RAG_CONNECTIONS__BODY_TIMEOUT_S": str(HEADER_TIMEOUT_S),
            "AER_RAG_ANSWERING__MAX_NEW_TOKENS": str(MAX_TOKENS)}  # fmt: skip
     with log.open("w") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "app", "--index", str(real_index_dir), "--port", str(port),
-                                    "--device", "cpu"], cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
+        command = [sys.executable, "-m", "app", "--index", str(real_index_dir), "--port", str(port), "--device", "cpu"]
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
