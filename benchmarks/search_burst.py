@@ -30,6 +30,10 @@ from benchmarks.service_benchmark import search_query
 
 CONFIGS: dict[str, dict[str, str]] = {
     "default": {},
+    # The first defaults of the admission (a worker per core, 4 waiting up to 0.5 s).
+    "two-workers": {
+        "AER_RAG_SEARCH__WORKERS": "2", "AER_RAG_SEARCH__QUEUE_SIZE": "4", "AER_RAG_SEARCH__MAX_WAIT_S": "0.5",
+    },
     "unbounded": {
         "AER_RAG_SEARCH__WORKERS": "40", "AER_RAG_SEARCH__QUEUE_SIZE": "1000", "AER_RAG_SEARCH__MAX_WAIT_S": "60",
         "AER_RAG_MEMORY__MALLOC_ARENAS": "0", "AER_RAG_MEMORY__TRIM_AFTER_IDLE_S": "0",
