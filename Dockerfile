@@ -12,6 +12,9 @@ FROM ${BASE_IMAGE}
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ARG TORCH_FIND_LINKS=
 ARG EXTRA_CA_CERT=
+# AER_RAG_HOST=0.0.0.0 is the container's own network: who reaches it is decided where the port is published
+# (compose: the host's 127.0.0.1 unless AER_RAG_PUBLISH_ADDRESS says otherwise; the server warns at start when it
+# is reachable beyond loopback without a key).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

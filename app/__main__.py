@@ -10,13 +10,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from types import FrameType
-
-import uvicorn
 
 from app.config import Settings, unknown_environment_variables
 from app.main import create_app
-from app.services import Services, load_services
+from app.server import Server, build_config, exposure_warning
+from app.services import load_services
+from runtime.arenas import limit_arenas
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,35 +28,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-class Server(uvicorn.Server):
-    """uvicorn, whose exit on a signal stops generating answers after the grace period instead of waiting for
-    every one to finish (a long answer could otherwise hold the process for minutes)."""
-
-    def __init__(self, config: uvicorn.Config, services: Services) -> None:
-        super().__init__(config)
-        self.services = services
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if not self.should_exit:
-            self.services.queue.stop_after(self.services.settings.generation.shutdown_grace_s)
-        super().handle_exit(sig, frame)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = Settings(host=args.host, port=args.port, index_dir=args.index, device=args.device)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in unknown_environment_variables():
         logging.getLogger("app").warning("%s names no setting and is ignored (see the README's Settings)", name)
+    if warning := exposure_warning(settings):
+        logging.getLogger("app").warning(warning)
+    # Before any model or pool thread exists: each thread that allocates may otherwise get an arena of its own.
+    limit_arenas(settings.memory.malloc_arenas)
     try:
         services = load_services(settings)
     except Exception as error:  # a clear one-line refusal instead of a traceback
         print(f"aer-rag cannot start: {error}", file=sys.stderr)
         return 2
-    grace = settings.generation.shutdown_grace_s
-    config = uvicorn.Config(create_app(settings, services), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, timeout_graceful_shutdown=int(grace) + 5)  # fmt: skip
-    Server(config, services).run()
+    Server(build_config(create_app(settings, services), settings), services).run()
     return 0
 
 

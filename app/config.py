@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from answering.answerability import AnswerabilitySettings
 from answering.answerer import MAX_PAPERS, AnsweringSettings
 from answering.focus import FocusSettings
+from app.limits import ConnectionSettings, MemorySettings, RateLimitSettings, SearchAdmissionSettings
 from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import RerankerSettings
@@ -111,6 +112,15 @@ class Settings(BaseSettings):
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024, description="Larger bodies get a 413.")
+    max_json_depth: int = Field(32, ge=4, le=500, description="JSON bodies nested deeper than this get a 400.")
+    metrics_need_key: bool = Field(
+        True, description="With an API key set, /metrics needs it too (false: /metrics stays open for a scraper)."
+    )
+    published_address: str | None = Field(
+        None,
+        description="Where the port is reachable from, when that is not the bind address (a container publishes "
+        "its 0.0.0.0 on the host's 127.0.0.1): decides the start-up warning about an open API without a key.",
+    )
 
     # --- index and devices -------------------------------------------------------------------
     index_dir: Path = REPO_ROOT / "var" / "index"
@@ -127,6 +137,12 @@ class Settings(BaseSettings):
     answering: AnsweringSettings = AnsweringSettings()
     generator: GeneratorSettings = GeneratorSettings()
     generation: GenerationQueueSettings = GenerationQueueSettings()
+    connections: ConnectionSettings = ConnectionSettings()
+    search: SearchAdmissionSettings = SearchAdmissionSettings()
+    rate_limit: RateLimitSettings = RateLimitSettings()
+    memory: MemorySettings = MemorySettings()
+
+    _empty_address = field_validator("published_address", mode="before")(_empty_means_none)
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -156,6 +172,8 @@ class Settings(BaseSettings):
             "focus": self.focus.model_dump(mode="json"),
             "answering": self.answering.model_dump(mode="json"),
             "generation": self.generation.model_dump(mode="json"),
+            "search": self.search.model_dump(mode="json"),
+            "rate_limit": self.rate_limit.model_dump(mode="json"),
             "api_key_required": self.api_key is not None,
         }
 

@@ -140,7 +140,9 @@ class GenerationQueue:
                     raise GenerationTimeoutError(
                         f"generation took longer than {self.timeout_s:g} s and was stopped"
                     ) from error
-                except EngineStoppedError as error:
+                except (EngineStoppedError, ShuttingDownError) as error:
+                    # A new error per stream: the engine hands every stream one object, which would otherwise
+                    # gather each stream's traceback as it is re-raised in turn.
                     raise ShuttingDownError(str(error)) from None
                 pieces.append(delta)
                 yield delta

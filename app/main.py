@@ -14,7 +14,9 @@ from app import __version__
 from app.api.body_guard import RequestBodyGuard
 from app.api.deps import require_api_key
 from app.api.errors import install_error_handlers
+from app.api.head import HeadAsGet
 from app.api.middleware import RequestContextMiddleware
+from app.api.rate_limit import RateLimit
 from app.api.routes import ask, documents, health, info, openai, pages, search
 from app.api.routes import metrics as metrics_route
 from app.config import Settings, get_settings
@@ -77,12 +79,17 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.services = services
 
     install_error_handlers(app, settings.generation.retry_after_s)
-    app.add_middleware(RequestBodyGuard, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestBodyGuard, max_body_bytes=settings.max_body_bytes,
+                       max_json_depth=settings.max_json_depth, routes=app.router.routes)  # fmt: skip
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type"],
         )
+    app.add_middleware(HeadAsGet, routes=app.router.routes)
+    if settings.rate_limit.enabled:
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        app.add_middleware(RateLimit, settings=settings.rate_limit, api_key=key, metrics=metrics)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
 
     if settings.api_key is None:
@@ -91,8 +98,11 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.mount(pages.DOCS_ASSETS_URL, StaticFiles(directory=pages.docs_assets_dir()), name="docs-assets")
     app.mount(pages.STATIC_URL, StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.include_router(health.router)
-    app.include_router(metrics_route.router)
     protected = [Depends(require_api_key)]
+    # With a key set, the metrics (routes, rates, queue depths) are for the key's holders too, unless opened.
+    metrics_guarded = settings.api_key is not None and settings.metrics_need_key
+    app.include_router(metrics_route.router, **({"dependencies": protected, "responses": PROTECTED_RESPONSES}
+                                                if metrics_guarded else {}))  # fmt: skip
     for router in (search.router, ask.router, documents.router, info.router, openai.router):
         app.include_router(router, dependencies=protected, responses=PROTECTED_RESPONSES)
     return app

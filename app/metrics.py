@@ -39,6 +39,16 @@ class ServiceMetrics:
             "aer_rag_generation_cancelled", "Answers stopped early (client gone or timeout).",
             registry=self.registry,
         )
+        self.search_in_flight = Gauge(
+            "aer_rag_search_in_flight", "Searches running or waiting for a worker.", registry=self.registry
+        )
+        self.search_rejected = Counter(
+            "aer_rag_search_rejected", "Searches refused (429): every worker and place in line taken, or waited "
+            "too long.", registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "aer_rag_rate_limited", "Requests refused (429) by the per-client rate limit.", registry=self.registry
+        )
 
         self.engine_running = Gauge(
             "aer_rag_engine_running", "Answers being decoded together (continuous batching).", registry=self.registry

@@ -48,7 +48,11 @@ class ChatCompletionRequest(BaseModel):
     )
 
     model: str = Field(description=f"The model id from GET /v1/models ({MODEL_ID!r}).")
-    messages: list[ChatMessage] = Field(min_length=1, description="The last user message is the question.")
+    messages: list[ChatMessage] = Field(
+        min_length=1,
+        description="The last user message is the question: at least one message must have role 'user' and text, "
+        "of at most 1,000 characters (otherwise 422).",
+    )
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
     max_tokens: bounded_int(1, 1024) | None = None

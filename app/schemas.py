@@ -58,6 +58,8 @@ class StrictModel(BaseModel):
 
 
 class Filters(StrictModel):
+    """Search filters. year_min must not be after year_max (otherwise 422)."""
+
     year_min: Year | None = Field(None, description="Earliest publication year, inclusive.")
     year_max: Year | None = Field(None, description="Latest publication year, inclusive.")
     jel_prefix: str | None = Field(

@@ -13,6 +13,7 @@ from answering.prompt import PromptBuilder
 from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
 from app.metrics import ServiceMetrics
+from app.search_admission import SearchAdmission
 from indexing.index import PublishedIndex
 from models import Generator
 from retrieval.search import RerankState, SearchPipeline, build_search, load_reranker
@@ -32,9 +33,11 @@ class Services:
     answerer: Answerer
     queue: GenerationQueue
     device: str
+    searches: SearchAdmission
 
     def close(self) -> None:
         self.queue.shutdown()
+        self.searches.close()
 
 
 def load_generator(settings: GeneratorSettings, generation: GenerationQueueSettings, device: str) -> Generator:
@@ -76,4 +79,5 @@ def build_services(
         check_by_default=settings.answerability.check,
     )
     queue = GenerationQueue(generator, settings.generation, metrics)
-    return Services(settings, metrics, index, search, answerer, queue, device)
+    searches = SearchAdmission(settings.search, metrics, settings.memory.trim_after_idle_s)
+    return Services(settings, metrics, index, search, answerer, queue, device, searches)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -76,10 +78,12 @@ class PublishedIndex:
             )
         _check_embedding_model(index_dir, model, embedder)
         try:
-            documents = {
-                record["doc_id"]: Document.from_json(record) for record in read_jsonl(directory / DOCUMENTS_FILE)
-            }
-            chunks = [Chunk.from_json(record) for record in read_jsonl(directory / CHUNKS_FILE)]
+            with _naming(DOCUMENTS_FILE):
+                documents = {
+                    record["doc_id"]: Document.from_json(record) for record in read_jsonl(directory / DOCUMENTS_FILE)
+                }
+            with _naming(CHUNKS_FILE):
+                chunks = [Chunk.from_json(record) for record in read_jsonl(directory / CHUNKS_FILE)]
             bm25 = Bm25Index.load(directory)
             dense = DenseIndex.load(directory, DenseSettings(**manifest["dense"]))
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
@@ -140,3 +144,14 @@ def _check_embedding_model(index_dir: Path, built_with: dict[str, Any], embedder
             f"{index_dir} was built with {built_with['model_name']} (weights {built_with['weights_sha256'][:12]}), "
             f"but queries would be encoded with {name} (weights {weights[:12]}). Rebuild the index."
         )
+
+
+@contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Errors while reading a file of the index name it (a record missing a field says only the field)."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{name} has a malformed record ({type(error).__name__}: {error})") from None
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}" if name not in str(error) else str(error)) from None

@@ -31,8 +31,19 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON Lines file; a broken line raises ValueError naming the file and the line."""
+    records, number = [], 0
     with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        try:
+            for line in handle:
+                number += 1
+                if line.strip():
+                    records.append(json.loads(line))
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path.name} is not UTF-8 text: {error.reason}") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path.name} line {number} is not JSON: {error.msg}") from None
+    return records
 
 
 def write_json(path: Path, data: Any) -> Path:

@@ -26,6 +26,7 @@ from transformers import AutoTokenizer, BertConfig
 from app.config import Settings
 from app.main import create_app
 from app.metrics import ServiceMetrics
+from app.server import build_config
 from app.services import Services, build_services, load_services
 from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
@@ -200,8 +201,9 @@ LiveServerFactory = Callable[..., tuple[str, Services]]
 @contextmanager
 def serving(services: Services) -> Iterator[str]:
     """The app over `services` in a real uvicorn server on 127.0.0.1 (its own thread); yields the base URL."""
-    config = uvicorn.Config(create_app(services.settings, services), host="127.0.0.1", port=free_port(),
-                            log_level="warning")  # fmt: skip
+    # The server's own configuration (app/server.py: the guarded protocol, its limits), on a free port.
+    config = build_config(create_app(services.settings, services), services.settings, host="127.0.0.1",
+                          port=free_port(), log_level="warning")  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

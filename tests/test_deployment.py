@@ -51,7 +51,7 @@ def test_compose_files_match_the_compose_specification(name: str, compose_schema
 
 def test_users_get_published_ports_and_the_host_network_override_gets_none(compose: dict) -> None:
     override = yaml.safe_load((ROOT / "docker-compose.override.yml").read_text())  # read by `docker compose up`
-    assert override["services"]["api"]["ports"] == ["${AER_RAG_PORT:-8000}:8000"]
+    assert override["services"]["api"]["ports"] == ["${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}:${AER_RAG_PORT:-8000}:8000"]
     assert not any("ports" in service for service in compose["services"].values())
     host = yaml.safe_load((ROOT / "deploy" / "docker-compose.host.yml").read_text())["services"]
     assert all(service["network_mode"] == "host" and service["build"]["network"] == "host"
@@ -118,3 +118,21 @@ def test_the_smoke_script_checks_the_service_through_the_compose_files() -> None
     for endpoint in ("/readyz", "/v1/search", "/v1/ask"):
         assert endpoint in script
     assert "deploy/smoke.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_ports_are_published_on_loopback_unless_told_otherwise_and_the_server_knows_where(compose: dict) -> None:
+    override = yaml.safe_load((ROOT / "docker-compose.override.yml").read_text())["services"]
+    for name in ("api", "api-gpu"):
+        (port,) = override[name]["ports"]
+        assert port.startswith("${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}:")  # not every interface by default
+        assert override[name]["environment"]["AER_RAG_PUBLISHED_ADDRESS"] == "${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}"
+    host = yaml.safe_load((ROOT / "deploy" / "docker-compose.host.yml").read_text())["services"]["api"]
+    assert host["command"][host["command"].index("--host") + 1] == "127.0.0.1"
+
+
+def test_compose_turns_the_rate_limit_on_for_both_api_services(compose: dict) -> None:
+    for name in ("api", "api-gpu"):
+        environment = compose["services"][name]["environment"]
+        assert environment["AER_RAG_RATE_LIMIT__ENABLED"] == "${AER_RAG_RATE_LIMIT__ENABLED:-true}"
+        assert environment["AER_RAG_API_KEY"] == "${AER_RAG_API_KEY:-}"
+    assert compose["services"]["api-gpu"]["environment"]["AER_RAG_DEVICE"] == "cuda"

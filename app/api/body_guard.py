@@ -1,5 +1,9 @@
 """Every request body is checked once, before any route sees it: JSON only (415 otherwise), at most
-`max_body_bytes` (413), and parsable (400 for any body that is not JSON: empty, cut short, not UTF-8).
+`max_body_bytes` (413), and parsable (400 for any body that is not JSON: empty, cut short, not UTF-8, or nested
+deeper than `max_json_depth`, which would otherwise exhaust the parser's recursion or the validator's).
+
+Only requests that a route takes with a body are checked: any other method or path goes on to the router, which
+answers 404 or 405 (a PUT to /healthz is a wrong method, not a wrong content type).
 
 Plain ASGI middleware: the body is read (bounded) and replayed to the app, so routes still parse it themselves.
 """
@@ -7,7 +11,9 @@ Plain ASGI middleware: the body is read (bounded) and replayed to the app, so ro
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.errors import error_body
@@ -16,13 +22,33 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 JSON_TYPES = frozenset({"application/json"})
 
 
+def json_depth_exceeds(value: object, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than `limit` (iterative: the check itself cannot recurse too far)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 class RequestBodyGuard:
-    def __init__(self, app: ASGIApp, max_body_bytes: int):
+    def __init__(self, app: ASGIApp, max_body_bytes: int, max_json_depth: int, routes: Sequence[BaseRoute]):
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_json_depth = max_json_depth
+        self.routes = routes  # the app's own list: routes added after the middleware count too
+
+    def _routed(self, scope: Scope) -> bool:
+        # Routes only: a mount (static files) answers a POST 405 itself.
+        return any(not isinstance(route, Mount) and route.matches(scope)[0] is Match.FULL for route in self.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
+        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS or not self._routed(scope):
             await self.app(scope, receive, send)
             return
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
@@ -48,9 +74,15 @@ class RequestBodyGuard:
             if not message.get("more_body", False):
                 break
         try:
-            json.loads(body.decode("utf-8"))
+            too_deep = json_depth_exceeds(json.loads(body.decode("utf-8")), self.max_json_depth)
         except (UnicodeDecodeError, json.JSONDecodeError):
             await self._refuse(scope, send, 400, "malformed_json", "The request body is not valid JSON.")
+            return
+        except RecursionError:  # deeper than the parser goes
+            too_deep = True
+        if too_deep:
+            message = f"The request body nests arrays or objects deeper than {self.max_json_depth} levels."
+            await self._refuse(scope, send, 400, "json_too_deep", message)
             return
 
         replayed = False

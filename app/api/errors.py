@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from answering.prompt import PromptTooLongError
 from app.generation import GenerationTimeoutError, QueueFullError, ShuttingDownError
+from app.search_admission import SearchBusyError
 from retrieval.search import RerankNotAvailableError
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,14 @@ def public_message(error: BaseException) -> str:
     if isinstance(error, TimeoutError | ShuttingDownError):
         return str(error)
     return "generation failed; see the server log"
+
+
+def log_stream_failure(logger: logging.Logger, what: str, error: BaseException) -> None:
+    """A failure after the status line: a timeout or a shutdown is expected (one line); anything else a traceback."""
+    if isinstance(error, TimeoutError | ShuttingDownError):
+        logger.warning("%s ended early: %s", what, error)
+    else:
+        logger.error("%s failed", what, exc_info=error)
 
 
 def error_body(code: str, message: str, request_id: str | None, details: list[dict] | None = None) -> dict:
@@ -89,6 +98,12 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
             f"The server is busy generating other answers ({error}); retry in {retry_after_s} s.",
             headers={"Retry-After": str(retry_after_s)},
         )
+
+    @app.exception_handler(SearchBusyError)
+    async def _search_busy(request: Request, error: SearchBusyError) -> JSONResponse:
+        retry = request.app.state.settings.search.retry_after_s
+        return error_response(request, 429, "busy", f"The server is busy with other searches ({error}); retry in "
+                              f"{retry} s.", headers={"Retry-After": str(retry)})  # fmt: skip
 
     @app.exception_handler(GenerationTimeoutError)
     async def _timeout(request: Request, error: GenerationTimeoutError) -> JSONResponse:

@@ -41,7 +41,9 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 status, response_started = message["status"], True
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                # nosniff: a browser must not guess a type other than the one declared (JSON stays JSON).
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()),
+                                      (b"x-content-type-options", b"nosniff")]  # fmt: skip
             await send(message)
 
         try:

@@ -1,10 +1,11 @@
 import asyncio
+import traceback
 
 import pytest
 
 from answering.answerer import GenerationOutcome
 from app.config import GenerationQueueSettings
-from app.generation import GenerationQueue, GenerationTimeoutError, QueueFullError
+from app.generation import GenerationQueue, GenerationTimeoutError, QueueFullError, ShuttingDownError
 from app.metrics import ServiceMetrics
 from models import SamplingParams
 
@@ -112,3 +113,45 @@ def test_stopping_one_generation_leaves_the_others_and_closing_cancels_the_rest(
     outcomes = asyncio.run(run())
     assert [outcome.finish_reason for outcome in outcomes] == ["cancelled", "cancelled"]
     assert queue.depth == 0
+
+
+def test_shutdown_ends_every_stream_with_its_own_short_error(tiny_generator) -> None:
+    """One error object re-raised into every stream gathered each stream's traceback (the log grew per stream)."""
+    queue = make_queue(tiny_generator, slots=3)
+
+    async def one(started: asyncio.Event) -> BaseException:
+        queue.reserve()
+        stream = queue.stream(PROMPT, SamplingParams(max_new_tokens=1000), GenerationOutcome())
+        try:
+            async for _ in stream:
+                started.set()
+        except ShuttingDownError as error:
+            return error
+        raise AssertionError("the stream ended without the shutdown error")
+
+    async def run() -> list[BaseException]:
+        events = [asyncio.Event() for _ in range(3)]
+        tasks = [asyncio.create_task(one(event)) for event in events]
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in events)), timeout=60)
+        await asyncio.to_thread(queue.shutdown)
+        return await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+
+    errors = asyncio.run(run())
+    assert len({id(error) for error in errors}) == 3
+    depths = {len(traceback.extract_tb(error.__traceback__)) for error in errors}
+    assert len(depths) == 1  # the same short traceback for each, not one growing with every stream
+    assert queue.depth == 0
+
+
+def test_a_stream_ended_by_shutdown_or_timeout_logs_one_warning_line(caplog) -> None:
+    import logging
+
+    from app.api.errors import log_stream_failure
+
+    logger = logging.getLogger("test.streams")
+    with caplog.at_level(logging.WARNING, logger="test.streams"):
+        log_stream_failure(logger, "streamed answer", ShuttingDownError("the server is shutting down"))
+        log_stream_failure(logger, "streamed answer", GenerationTimeoutError("took too long"))
+        log_stream_failure(logger, "streamed answer", RuntimeError("a bug"))
+    levels = [(record.levelname, record.exc_info is not None) for record in caplog.records]
+    assert levels == [("WARNING", False), ("WARNING", False), ("ERROR", True)]

@@ -9,7 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from app.answer_flow import AnswerRun, answer_deltas, finish_answer, generate_answer, start_answer
 from app.api.deps import ServicesDep
-from app.api.errors import public_message
+from app.api.errors import log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out, question_of, rerank_status
 from app.schemas import BODY_RESPONSES, AskRequest, AskResponse, ErrorResponse
 from app.services import Services
@@ -79,6 +79,6 @@ async def stream_answer(services: Services, run: AnswerRun) -> AsyncIterator[byt
         answer = await finish_answer(services, run)
         yield sse_event("done", answer_result(answer).model_dump())
     except Exception as error:  # the status line is sent already: report the failure in-band
-        log.exception("streamed answer failed")
+        log_stream_failure(log, "streamed answer", error)
         message = public_message(error)
         yield sse_event("error", {"code": type(error).__name__, "message": message})

@@ -8,6 +8,7 @@ from app.api.presenters import public_manifest, rerank_status
 from app.schemas import InfoResponse
 
 router = APIRouter(prefix="/v1", tags=["info"])
+VERSION_DETAILS = ("packages", "timings_s")  # manifest fields shown only when the server needs a key
 
 
 @router.get("/info", summary="Index manifest, models, device and reranker status")
@@ -17,9 +18,14 @@ def info(services: ServicesDep) -> InfoResponse:
     settings = services.settings.public()
     # The weight in use: the configured one, or the one stored with the model.
     settings["reranker"]["first_stage_weight"] = reranker.first_stage_weight if reranker is not None else None
+    index = public_manifest(services.index.manifest)
+    if services.settings.api_key is None:
+        # Exact package versions and build timings help an attacker more than a user: only for key holders.
+        for detail in VERSION_DETAILS:
+            index.pop(detail, None)
     return InfoResponse(
         version=__version__,
-        index=public_manifest(services.index.manifest),
+        index=index,
         embedding_model=services.index.embedder.model_name,
         reranker=rerank_status(services.search.rerank, applied=services.search.rerank.available),
         generator={

@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from answering.answerer import Answer, GenerationOptions, Question
 from app.answer_flow import AnswerRun, answer_deltas, finish_answer, generate_answer, start_answer
 from app.api.deps import ServicesDep
-from app.api.errors import APIError, public_message
+from app.api.errors import APIError, log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out
 from app.openai_schemas import (
     MODEL_ID,
@@ -135,7 +135,7 @@ async def stream_chunks(services, run: AnswerRun, completion_id: str, created: i
                        "choices": [], "usage": usage(answer).model_dump()}  # fmt: skip
             yield f"data: {json.dumps(payload)}\n\n".encode()
     except Exception as error:  # the status line is sent already: report the failure in-band, as OpenAI does
-        log.exception("streamed chat completion failed")
+        log_stream_failure(log, "streamed chat completion", error)
         message = public_message(error)
         yield f"data: {json.dumps({'error': {'message': message, 'type': type(error).__name__}})}\n\n".encode()
     yield b"data: [DONE]\n\n"

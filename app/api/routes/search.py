@@ -13,11 +13,16 @@ router = APIRouter(prefix="/v1", tags=["search"])
     "/search",
     summary="Hybrid search over the abstracts",
     responses={409: {"model": ErrorResponse, "description": "rerank: true but no reranker is loaded"},
+               429: {"model": ErrorResponse, "description": "Every search worker and place in line is taken; see "
+                                                            "Retry-After"},
                **BODY_RESPONSES},
-)
-def search(body: SearchRequest, services: ServicesDep) -> SearchResponse:
-    # A plain `def`: FastAPI runs it in a worker thread, so searches never wait behind generation.
-    outcome = services.search.run(body.query, body.top_k, body.mode, search_filters(body.filters), body.rerank)
+)  # fmt: skip
+async def search(body: SearchRequest, services: ServicesDep) -> SearchResponse:
+    # On the service's search workers (app/search_admission.py): a few at once, 429 beyond; never behind generation.
+    filters = search_filters(body.filters)
+    outcome = await services.searches.run(
+        lambda: services.search.run(body.query, body.top_k, body.mode, filters, body.rerank)
+    )
     services.metrics.observe_stages(outcome.timings_ms)
     return SearchResponse(
         query=body.query,

@@ -1,0 +1,79 @@
+"""Bodies and methods a careless or hostile client sends: nesting at every depth the parser takes or refuses,
+wrong methods (405, not 415), HEAD wherever GET is served. None of them is a server error."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.body_guard import json_depth_exceeds
+from app.main import create_app
+
+LIMIT = 32  # Settings.max_json_depth's default
+# Around the limit, around the parser's own recursion limit, and far beyond it (within the 64 KiB body limit).
+DEPTHS = [1, 2, LIMIT - 1, LIMIT, LIMIT + 1, 100, 500, sys.getrecursionlimit() - 50, sys.getrecursionlimit(),
+          sys.getrecursionlimit() + 50, 5_000, 30_000]  # fmt: skip
+
+
+def nested(kind: str, depth: int) -> str:
+    if kind == "array":
+        return "[" * depth + "]" * depth
+    if kind == "object":
+        return '{"a":' * (depth - 1) + "{}" + "}" * (depth - 1)
+    return '{"query":' * depth + '"x"' + "}" * depth  # the nesting inside a field the API reads
+
+
+@pytest.fixture
+def secured(make_services) -> TestClient:
+    services = make_services(api_key="k")
+    return TestClient(create_app(services.settings, services))
+
+
+@pytest.mark.parametrize("kind", ["array", "object", "field"])
+@pytest.mark.parametrize("depth", DEPTHS)
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/ask", "/v1/chat/completions"])
+def test_nested_bodies_never_make_a_server_error(client: TestClient, secured: TestClient, kind: str, depth: int,
+                                                 path: str) -> None:  # fmt: skip
+    body = nested(kind, depth)
+    for app, headers in ((client, {}), (secured, {}), (secured, {"X-API-Key": "k"})):
+        response = app.post(path, content=body, headers={"Content-Type": "application/json", **headers})
+        assert response.status_code < 500, (depth, response.text[:200])
+        if len(body) > 64 * 1024:
+            assert response.status_code == 413  # the size limit comes first
+        elif depth > LIMIT:
+            assert response.status_code == 400 and response.json()["error"]["code"] == "json_too_deep"
+        else:
+            assert response.status_code in (200, 400, 401, 422)  # served, a schema mismatch or no key
+
+
+def test_depth_check_counts_containers_only() -> None:
+    assert not json_depth_exceeds({"a": [1, {"b": "c"}]}, 3)
+    assert json_depth_exceeds({"a": [1, {"b": []}]}, 3)
+    assert not json_depth_exceeds("just a string", 1)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/", "/v1/info", "/v1/models"])
+def test_a_wrong_method_is_405_even_with_a_body_of_another_type(client: TestClient, path: str) -> None:
+    for method in ("PUT", "PATCH", "DELETE"):
+        response = client.request(method, path, content=b"x", headers={"Content-Type": "text/plain"})
+        assert response.status_code == 405, (method, path)
+        assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_a_wrong_body_type_on_a_body_route_is_still_415(client: TestClient) -> None:
+    response = client.post("/v1/search", content=b"x", headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/readyz", "/openapi.json", "/v1/info"])
+def test_head_is_served_wherever_get_is(client: TestClient, path: str) -> None:
+    get, head = client.get(path), client.head(path)
+    assert head.status_code == get.status_code == 200
+    assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+
+
+def test_head_of_a_post_only_route_is_405_and_of_nothing_404(client: TestClient) -> None:
+    assert client.head("/v1/search").status_code == 405
+    assert client.head("/nowhere").status_code == 404
