@@ -261,8 +261,10 @@ def _row_splits(matrices: int, rows: int) -> int:
 
 @functools.lru_cache(maxsize=8)
 def _upper_triangle(size: int, device: torch.device) -> Tensor:
-    """True above the diagonal: within a block, query i may not see the block's keys j > i."""
-    return torch.ones(size, size, dtype=torch.bool, device=device).triu_(1)
+    """True above the diagonal: within a block, query i may not see the block's keys j > i. Made outside inference
+    mode, so that a mask first cached while serving can also take part in a training step's autograd."""
+    with torch.inference_mode(False):
+        return torch.ones(size, size, dtype=torch.bool, device=device).triu_(1)
 
 
 class MLP(nn.Module):
