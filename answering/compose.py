@@ -43,17 +43,19 @@ class FindingStream:
     def feed(self, delta: str) -> None:
         if not self.complete:
             self.raw += delta
+            self.complete = len(split_sentences(self._renumbered())) > self.max_sentences
+
+    def _renumbered(self) -> str:
+        return CITATION_MARKER.sub(f"[{self.passage}]", self.raw.lstrip())
 
     @property
     def text(self) -> str:
         """The finding so far, renumbered and cut to its sentences; a half-written marker is held back until the
-        generation ends. Only ever grows (what was shown stays), except that a cut drops a third sentence's
-        first characters, which were never shown: a sentence ends before the next one's first letter arrives."""
-        text = CITATION_MARKER.sub(f"[{self.passage}]", self.raw.lstrip())
-        spans = split_sentences(text)
-        if len(spans) > self.max_sentences:
-            self.complete = True
-            return self._cited(text[: spans[self.max_sentences - 1][1]])
+        generation ends. Only ever grows (what was shown stays): the cut drops only the first characters of the
+        sentence after the last one kept, which were never shown (a sentence ends before the next one begins)."""
+        text = self._renumbered()
+        if self.complete:
+            return self._cited(text[: split_sentences(text)[self.max_sentences - 1][1]])
         text = _OPEN_MARKER.sub("", text)
         return self._cited(text) if self.finished else text
 
