@@ -112,12 +112,14 @@ class QuantizedDecoder:
         projection_format = Q4_1 if weights == "q4_1" else Q8_0
         blocks = blocks or {}
         state = model.state_dict()
+        self.from_file = 0  # matrices whose blocks come from the file as they are
 
         def matrix(name: str, wanted: int) -> BlockMatrix:
             weight = state[name]
             stored = blocks.get(name)
             same = stored is not None and stored.format == wanted and stored.data.shape[0] == weight.shape[0]
             if same and torch.equal(native.dequantize(stored.data, stored.format, stored.rows, stored.cols), weight):
+                self.from_file += 1
                 return stored  # the file's blocks, untouched
             return BlockMatrix(native.quantize(weight, wanted), wanted, *weight.shape)
 
