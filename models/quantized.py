@@ -138,8 +138,8 @@ class QuantizedDecoder:
         self._step = native.DecodeModel(layers, formats, embed.data, embed.format, head.data, head.format,
                                         model.norm.weight, model.rotary.cos, model.rotary.signed_sin, shape,
                                         config.rms_norm_eps)  # fmt: skip
-        self.weight_bytes = sum(m.data.numel() for m in (embed, head)) + sum(
-            t.numel() for layer in layers for t in layer[3:])  # fmt: skip
+        # Bytes read per decode step: every projection and the LM head (one row of the embedding).
+        self.weight_bytes = head.data.numel() + sum(t.numel() for layer in layers for t in layer[3:])
         self._bound: tuple[int, int] | None = None
 
     def __call__(self, tokens: Tensor, cache: KVCache, positions: Tensor, attend_len: int) -> Tensor:
