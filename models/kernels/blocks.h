@@ -101,41 +101,59 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 x) {
 // The AVX2 and the AVX-512 VNNI kernels differ only in the unsigned x signed byte product summed into int32 lanes.
 #define AER_DOT_KERNELS(SUFFIX, TARGET, U8S8)                                                                    \
   template <int R>                                                                                               \
+  __attribute__((target(TARGET))) inline void q4_1_block_##SUFFIX(const BlockQ4_1& w, const BlockQ8_1* const* a, \
+                                                                 int64_t b, __m256* acc, __m128* mins) {         \
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));                                 \
+    const __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));  \
+    const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(*reinterpret_cast<const int32_t*>(&w.d))); /* d, m */       \
+    for (int r = 0; r < R; ++r) {                                                                                \
+      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[r][b].qs));                       \
+      const __m256 p = _mm256_cvtepi32_ps(U8S8(qw, qa));                                                         \
+      const __m128 scaled = _mm_mul_ps(dm, _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(&a[r][b].d)))); \
+      acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), p, acc[r]); /* d_w d_a * sum */                    \
+      mins[r] = _mm_add_ps(mins[r], scaled); /* lane 1: m_w s_a */                                               \
+    }                                                                                                            \
+  }                                                                                                              \
+  template <int R>                                                                                               \
   __attribute__((target(TARGET))) void dot_q4_1_##SUFFIX(const BlockQ4_1* w, const BlockQ8_1* const* a,         \
                                                          int64_t nb, float* out) {                              \
-    const __m256i low = _mm256_set1_epi8(0x0F);                                                                  \
-    __m256 acc[R];                                                                                               \
-    float mins[R];                                                                                               \
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), mins[r] = 0.0f;                                   \
-    for (int64_t b = 0; b < nb; ++b) {                                                                           \
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));                           \
-      const __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low);                   \
-      const float d = _cvtsh_ss(w[b].d), m = _cvtsh_ss(w[b].m);                                                  \
-      for (int r = 0; r < R; ++r) {                                                                              \
-        const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[r][b].qs));                     \
-        const __m256 p = _mm256_cvtepi32_ps(U8S8(qw, qa));                                                       \
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r][b].d), p, acc[r]);                                      \
-        mins[r] += m * a[r][b].s;                                                                                \
-      }                                                                                                          \
+    /* two chains of multiply-adds (even and odd blocks): a block need not wait for the previous one */          \
+    __m256 even[R], odd[R];                                                                                      \
+    __m128 mins[R];                                                                                              \
+    for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps(), mins[r] = _mm_setzero_ps();             \
+    int64_t b = 0;                                                                                               \
+    for (; b + 2 <= nb; b += 2) {                                                                                \
+      q4_1_block_##SUFFIX<R>(w[b], a, b, even, mins);                                                            \
+      q4_1_block_##SUFFIX<R>(w[b + 1], a, b + 1, odd, mins);                                                     \
     }                                                                                                            \
-    for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) + mins[r];                                             \
+    if (b < nb) q4_1_block_##SUFFIX<R>(w[b], a, b, even, mins);                                                  \
+    for (int r = 0; r < R; ++r)                                                                                  \
+      out[r] = hsum(_mm256_add_ps(even[r], odd[r])) + _mm_cvtss_f32(_mm_shuffle_ps(mins[r], mins[r], 1));        \
+  }                                                                                                              \
+  template <int R>                                                                                               \
+  __attribute__((target(TARGET))) inline void q8_0_block_##SUFFIX(const BlockQ8_0& w, const BlockQ8_1* const* a, \
+                                                                 int64_t b, __m256* acc) {                       \
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs));                               \
+    const __m256i magnitude = _mm256_sign_epi8(qw, qw);                                                          \
+    const float d = _cvtsh_ss(w.d);                                                                              \
+    for (int r = 0; r < R; ++r) {                                                                                \
+      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[r][b].qs));                       \
+      const __m256 p = _mm256_cvtepi32_ps(U8S8(magnitude, _mm256_sign_epi8(qa, qw)));                            \
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r][b].d), p, acc[r]);                                        \
+    }                                                                                                            \
   }                                                                                                              \
   template <int R>                                                                                               \
   __attribute__((target(TARGET))) void dot_q8_0_##SUFFIX(const BlockQ8_0* w, const BlockQ8_1* const* a,         \
                                                          int64_t nb, float* out) {                              \
-    __m256 acc[R];                                                                                               \
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();                                                    \
-    for (int64_t b = 0; b < nb; ++b) {                                                                           \
-      const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));                          \
-      const __m256i magnitude = _mm256_sign_epi8(qw, qw);                                                        \
-      const float d = _cvtsh_ss(w[b].d);                                                                         \
-      for (int r = 0; r < R; ++r) {                                                                              \
-        const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[r][b].qs));                     \
-        const __m256 p = _mm256_cvtepi32_ps(U8S8(magnitude, _mm256_sign_epi8(qa, qw)));                          \
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r][b].d), p, acc[r]);                                      \
-      }                                                                                                          \
+    __m256 even[R], odd[R];                                                                                      \
+    for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();                                          \
+    int64_t b = 0;                                                                                               \
+    for (; b + 2 <= nb; b += 2) {                                                                                \
+      q8_0_block_##SUFFIX<R>(w[b], a, b, even);                                                                  \
+      q8_0_block_##SUFFIX<R>(w[b + 1], a, b + 1, odd);                                                           \
     }                                                                                                            \
-    for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);                                                       \
+    if (b < nb) q8_0_block_##SUFFIX<R>(w[b], a, b, even);                                                        \
+    for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(even[r], odd[r]));                                   \
   }
 
 #define AER_U8S8_AVX2(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
