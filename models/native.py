@@ -30,8 +30,15 @@ def unavailable_reason() -> str | None:
         return "disabled by AER_RAG_NATIVE_KERNELS=0"
     if os.uname().machine not in ("x86_64", "AMD64"):
         return f"the kernels are written for x86-64, this machine is {os.uname().machine}"
-    if shutil.which(os.environ.get("CXX", "c++")) is None and shutil.which("g++") is None:
-        return "no C++ compiler (c++ or g++) on PATH"
+    if shutil.which(os.environ.get("CXX", "c++")) is None:
+        return "no C++ compiler (c++, or $CXX) on PATH"
+    if shutil.which("ninja") is None:
+        try:  # the `ninja` package (a dependency) puts its binary in the environment, maybe not on PATH
+            import ninja
+
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        except ImportError:
+            return "no ninja build tool (pip install ninja)"
     return None
 
 
