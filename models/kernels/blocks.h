@@ -213,8 +213,9 @@ void quantize_activations(const float* x, int64_t k, BlockQ8_1* out) {  // as gg
 struct Matrix {
   int64_t format = 0, rows = 0, cols = 0;
   torch::Tensor data;  // uint8 (rows, cols / 32 * block bytes)
+  const uint8_t* base = nullptr;  // data's bytes (data_ptr() checks the type on every call: too slow per row)
 
-  const uint8_t* row(int64_t r) const { return data.data_ptr<uint8_t>() + r * (cols / QK) * block_bytes(format); }
+  const uint8_t* row(int64_t r) const { return base + r * (cols / QK) * block_bytes(format); }
 };
 
 Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t cols) {
@@ -222,7 +223,7 @@ Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t col
   TORCH_CHECK(cols % QK == 0, "columns must be a multiple of 32, got ", cols);
   TORCH_CHECK(data.dtype() == torch::kUInt8 && data.is_contiguous() && data.device().is_cpu(), "raw blocks: uint8");
   TORCH_CHECK(data.numel() == rows * (cols / QK) * block_bytes(format), "raw blocks of the wrong size");
-  return Matrix{format, rows, cols, data};
+  return Matrix{format, rows, cols, data, data.data_ptr<uint8_t>()};
 }
 
 // out[i * out_stride + r] = row r of w . activations row i, for i < n (activations: n rows of cols / 32 blocks).

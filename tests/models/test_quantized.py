@@ -40,16 +40,17 @@ def test_blocks_are_ggmls_reference_quantization(native, fmt: int) -> None:
 @pytest.mark.parametrize("rows", [1, 3, 4, 9])
 def test_every_kernel_variant_equals_the_scalar_one_and_the_float_product(native, fmt: int, rows: int) -> None:
     rng = torch.Generator().manual_seed(rows)
-    weight, x = torch.randn(40, 128, generator=rng), torch.randn(rows, 128, generator=rng)
+    # 160 columns: five blocks, so the last pair is padded and the eight-block scale groups are partial
+    weight, x = torch.randn(40, 160, generator=rng), torch.randn(rows, 160, generator=rng)
     blocks = native.quantize(weight, fmt)
-    best = native.linear(blocks, fmt, 40, 128, x)
+    best = native.linear(blocks, fmt, 40, 160, x)
     native.force_scalar()
     try:
-        scalar = native.linear(blocks, fmt, 40, 128, x)
+        scalar = native.linear(blocks, fmt, 40, 160, x)
     finally:
         native.reset_isa()
     torch.testing.assert_close(best, scalar, atol=1e-4, rtol=1e-5)  # integer sums: only the float order differs
-    exact = x @ native.dequantize(blocks, fmt, 40, 128).T  # what is left is the activations' 8-bit rounding
+    exact = x @ native.dequantize(blocks, fmt, 40, 160).T  # what is left is the activations' 8-bit rounding
     assert ((best - exact).norm() / exact.norm()).item() < 0.02
 
 
