@@ -227,8 +227,23 @@ class DecodeModel {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("isa", [] { return std::string(isa_name(g_isa)); }, "the kernel variant this CPU runs");
-  m.def("force_scalar", [] { g_isa = Isa::kScalar; }, "use the portable kernels (tests)");
-  m.def("reset_isa", [] { g_isa = detect_isa(); }, "back to the best kernels for this CPU");
+  m.def("available_isas", [] {
+    std::vector<std::string> names;
+    for (Isa isa = detect_isa();; isa = static_cast<Isa>(static_cast<int>(isa) - 1)) {
+      names.push_back(isa_name(isa));
+      if (isa == Isa::kScalar) return names;
+    }
+  }, "the kernel variants this CPU can run, best first");
+  m.def("use_isa", [](const std::string& name) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+      if (name == isa_name(isa)) {
+        TORCH_CHECK(static_cast<int>(isa) <= static_cast<int>(detect_isa()), "this CPU cannot run ", name);
+        g_isa = isa;
+        return;
+      }
+    }
+    TORCH_CHECK(false, "unknown kernel variant ", name);
+  }, "run this variant from now on (tests compare them)");
   m.def("quantize", &quantize, "float rows -> raw Q4_1 (format 1) or Q8_0 (format 2) blocks");
   m.def("dequantize", &dequantize, "raw blocks -> float rows");
   m.def("linear", &linear, "x W^T with W in raw blocks and x quantized to int8 blocks");

@@ -43,15 +43,19 @@ def test_every_kernel_variant_equals_the_scalar_one_and_the_float_product(native
     # 160 columns: five blocks, so the last pair is padded and the eight-block scale groups are partial
     weight, x = torch.randn(40, 160, generator=rng), torch.randn(rows, 160, generator=rng)
     blocks = native.quantize(weight, fmt)
-    best = native.linear(blocks, fmt, 40, 160, x)
-    native.force_scalar()
+    variants = native.available_isas()  # e.g. avx512vnni, avx2, scalar: all that this CPU runs
+    assert variants[0] == native.isa() and variants[-1] == "scalar"
+    results = {}
     try:
-        scalar = native.linear(blocks, fmt, 40, 160, x)
+        for variant in variants:
+            native.use_isa(variant)
+            results[variant] = native.linear(blocks, fmt, 40, 160, x)
     finally:
-        native.reset_isa()
-    torch.testing.assert_close(best, scalar, atol=1e-4, rtol=1e-5)  # integer sums: only the float order differs
+        native.use_isa(variants[0])
+    for variant in variants[:-1]:  # integer sums: only the order of the float operations differs
+        torch.testing.assert_close(results[variant], results["scalar"], atol=1e-4, rtol=1e-5)
     exact = x @ native.dequantize(blocks, fmt, 40, 160).T  # what is left is the activations' 8-bit rounding
-    assert ((best - exact).norm() / exact.norm()).item() < 0.02
+    assert ((results["scalar"] - exact).norm() / exact.norm()).item() < 0.02
 
 
 def dequantized_model(tiny_gguf, weights: str):
