@@ -101,7 +101,8 @@ def supports(model: Transformer) -> str | None:
 
 class QuantizedDecoder:
     """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V), as the model's decode
-    step; rows at or beyond attend_len are the scheduler's idle rows (their attention is skipped)."""
+    step; rows at or beyond attend_len are the scheduler's idle rows, not computed at all (zero logits): a step costs
+    what its running rows cost, whichever slots they hold."""
 
     def __init__(self, model: Transformer, weights: Literal["q4_1", "q8_0"],
                  blocks: dict[str, BlockMatrix] | None = None) -> None:  # fmt: skip

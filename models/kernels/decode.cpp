@@ -82,8 +82,9 @@ class DecodeModel {
     rows_ = 0;  // the score buffer follows the cache length
   }
 
-  // tokens (n,) int64, positions (n,) int64: row i's token goes to cache row i, slot positions[i]; rows at or beyond
-  // attend_len are idle (their key and value are written, attention is skipped). -> logits (n, V)
+  // tokens (n,) int64, positions (n,) int64: row i's token goes to cache row i, slot positions[i]. Rows at or beyond
+  // attend_len are the scheduler's idle rows: they are not computed at all (their logits are zeros), so a step costs
+  // what its running rows cost, wherever their slots are. -> logits (n, V)
   torch::Tensor step(torch::Tensor tokens, torch::Tensor positions, int64_t attend_len) {
     TORCH_CHECK(!keys_.empty(), "bind_cache first");
     const int64_t n = tokens.numel();
@@ -95,32 +96,43 @@ class DecodeModel {
       TORCH_CHECK(token[i] >= 0 && token[i] < vocab_, "token id out of range");
       TORCH_CHECK(position[i] >= 0 && position[i] < keys_[0].size(2) && position[i] < cos_.size(0), "bad position");
     }
-    reserve(n);
+    std::vector<int64_t> rows, slots;  // the running rows: cache row and slot of compact row j
+    for (int64_t i = 0; i < n; ++i) {
+      if (position[i] < attend_len) rows.push_back(i), slots.push_back(position[i]);
+    }
+    torch::Tensor logits = torch::zeros({n, vocab_}, torch::kFloat32);
+    if (rows.empty()) return logits;
+    const int64_t m = static_cast<int64_t>(rows.size());
+    reserve(m);
     const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_, q_width = heads_ * head_dim_;
-    for (int64_t i = 0; i < n; ++i) dequantize_row(embed_, token[i], &x_[i * hidden_]);
+    for (int64_t j = 0; j < m; ++j) dequantize_row(embed_, token[rows[j]], &x_[j * hidden_]);
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Layer& layer = layers_[l];
-      norm_and_quantize(layer.attn_norm, n, hidden_);
-      matmul(layer.qkv, act_.data(), n, qkv_.data(), qkv_width);
-      attention(l, layer, n, position, qkv_width, attend_len);
-      quantize_rows(att_.data(), n, q_width);
-      matmul(layer.o, act_.data(), n, tmp_.data(), hidden_);
-      for (int64_t j = 0; j < n * hidden_; ++j) x_[j] += tmp_[j];
-      norm_and_quantize(layer.mlp_norm, n, hidden_);
-      matmul(layer.gate_up, act_.data(), n, gate_up_.data(), 2 * inter_);
-      for (int64_t i = 0; i < n; ++i) {
+      norm_and_quantize(layer.attn_norm, m, hidden_);
+      matmul(layer.qkv, act_.data(), m, qkv_.data(), qkv_width);
+      attention(l, layer, m, rows.data(), slots.data(), qkv_width);
+      quantize_rows(att_.data(), m, q_width);
+      matmul(layer.o, act_.data(), m, tmp_.data(), hidden_);
+      for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j];
+      norm_and_quantize(layer.mlp_norm, m, hidden_);
+      matmul(layer.gate_up, act_.data(), m, gate_up_.data(), 2 * inter_);
+      for (int64_t i = 0; i < m; ++i) {
         const float* gate = &gate_up_[i * 2 * inter_];
         float* out = &mlp_[i * inter_];
         for (int64_t j = 0; j < inter_; ++j) out[j] = gate[j] / (1.0f + std::exp(-gate[j])) * gate[j + inter_];
       }
-      quantize_rows(mlp_.data(), n, inter_);
-      matmul(layer.down, act_.data(), n, tmp_.data(), hidden_);
-      for (int64_t j = 0; j < n * hidden_; ++j) x_[j] += tmp_[j];
+      quantize_rows(mlp_.data(), m, inter_);
+      matmul(layer.down, act_.data(), m, tmp_.data(), hidden_);
+      for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j];
     }
-    norm_and_quantize(norm_, n, hidden_);
-    torch::Tensor logits = torch::empty({n, vocab_}, torch::kFloat32);
-    matmul(lm_head_, act_.data(), n, logits.data_ptr<float>(), vocab_);
-    return logits;
+    norm_and_quantize(norm_, m, hidden_);
+    if (m == n) {
+      matmul(lm_head_, act_.data(), n, logits.data_ptr<float>(), vocab_);
+      return logits;
+    }
+    torch::Tensor compact = torch::empty({m, vocab_}, torch::kFloat32);
+    matmul(lm_head_, act_.data(), m, compact.data_ptr<float>(), vocab_);
+    return logits.index_copy_(0, torch::tensor(rows, torch::kInt64), compact);
   }
 
  private:
@@ -166,8 +178,9 @@ class DecodeModel {
     }
   }
 
-  void attention(size_t l, const Layer& layer, int64_t n, const int64_t* position, int64_t qkv_width,
-                 int64_t attend_len) {
+  // Compact row j: cache row rows[j], its new token at slot slots[j], attending to slots 0..slots[j].
+  void attention(size_t l, const Layer& layer, int64_t n, const int64_t* rows, const int64_t* slots,
+                 int64_t qkv_width) {
     const torch::Tensor& keys = keys_[l];
     const torch::Tensor& values = values_[l];
     float* k_base = keys.data_ptr<float>();
@@ -182,25 +195,24 @@ class DecodeModel {
         const float* bias = layer.qkv_bias.data_ptr<float>();
         for (int64_t j = 0; j < qkv_width; ++j) q[j] += bias[j];
       }
-      for (int64_t h = 0; h < heads_; ++h) rotate(q + h * head_dim_, position[i], scale);
+      for (int64_t h = 0; h < heads_; ++h) rotate(q + h * head_dim_, slots[i], scale);
       for (int64_t h = 0; h < kv_heads_; ++h) {
         float* k = q + q_dims + h * head_dim_;
-        rotate(k, position[i], 1.0f);
-        std::memcpy(k_base + i * k_row + h * k_head + position[i] * k_slot, k, head_dim_ * sizeof(float));
-        std::memcpy(v_base + i * v_row + h * v_head + position[i] * v_slot, q + q_dims + kv_dims + h * head_dim_,
+        rotate(k, slots[i], 1.0f);
+        std::memcpy(k_base + rows[i] * k_row + h * k_head + slots[i] * k_slot, k, head_dim_ * sizeof(float));
+        std::memcpy(v_base + rows[i] * v_row + h * v_head + slots[i] * v_slot, q + q_dims + kv_dims + h * head_dim_,
                     head_dim_ * sizeof(float));
       }
     }
     const int64_t group = heads_ / kv_heads_, max_len = keys.size(2);
     at::parallel_for(0, n * heads_, 1, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t i = task / heads_, h = task % heads_, kv = h / group, length = position[i] + 1;
+        const int64_t i = task / heads_, h = task % heads_, kv = h / group, length = slots[i] + 1;
         const float* q = &qkv_[i * qkv_width + h * head_dim_];
-        const float* k = k_base + i * k_row + kv * k_head;
-        const float* v = v_base + i * v_row + kv * v_head;
+        const float* k = k_base + rows[i] * k_row + kv * k_head;
+        const float* v = v_base + rows[i] * v_row + kv * v_head;
         float* out = &att_[i * q_dims + h * head_dim_];
         std::fill(out, out + head_dim_, 0.0f);
-        if (position[i] >= attend_len) continue;
         float* scores = &scores_[task * max_len];
         float top = -INFINITY;
         for (int64_t t = 0; t < length; ++t) top = std::max(top, scores[t] = dot(q, k + t * k_slot, head_dim_));

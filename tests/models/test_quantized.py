@@ -86,7 +86,10 @@ def test_the_step_equals_the_float_model_with_the_same_weights(native, tiny_gguf
         theirs = KVCache([k.clone() for k in ours.k], [v.clone() for v in ours.v])
         tokens, positions = torch.tensor([[5], [7], [9]]), torch.tensor([20, 13, 63])  # row 2 is idle
         expected = widened(tokens, theirs, positions, 21)
+        idle_before = [k[2].clone() for k in ours.k]
         logits = decoder(tokens, ours, positions, 21)
+    assert torch.equal(logits[2], torch.zeros_like(logits[2]))  # the idle row is not computed ...
+    assert all(torch.equal(k[2], before) for k, before in zip(ours.k, idle_before, strict=True))  # ... nor written
     for row in (0, 1):
         error = (logits[row] - expected[row]).norm() / expected[row].norm()
         assert error < 0.05, f"row {row}: relative error {error:.3f}"
