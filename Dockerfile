@@ -22,6 +22,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     PATH=/opt/venv/bin:$PATH \
+    TORCH_EXTENSIONS_DIR=/opt/aer-rag-kernels \
     AER_RAG_INDEX_DIR=/data/index/current \
     AER_RAG_HOST=0.0.0.0
 
@@ -30,6 +31,13 @@ RUN if [ -n "$EXTRA_CA_CERT" ]; then \
         printf '%s\n' "$EXTRA_CA_CERT" > /usr/local/share/ca-certificates/extra-ca.crt && update-ca-certificates; \
     fi \
     && python3 -m venv /opt/venv \
+    # A C++ compiler for the generator's decode kernels (models/kernels/, compiled once below), and Python's
+    # headers where the base image lacks them.
+    && apt-get update && apt-get install -y --no-install-recommends g++ \
+    && if ! python3 -c "import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'))"; then \
+        apt-get install -y --no-install-recommends python3-dev; \
+    fi \
+    && rm -rf /var/lib/apt/lists/* \
     && pip config --site set global.cert /etc/ssl/certs/ca-certificates.crt
 
 # 2. torch alone, pinned, so that no dependency can swap it for another build.
@@ -58,7 +66,11 @@ COPY answering ./answering
 COPY app ./app
 RUN useradd --create-home --uid 10001 aer \
     && mkdir -p /data/index \
-    && chown aer /data/index
+    && chown aer /data/index \
+    # The decode kernels, compiled now rather than at the service's first start (the service falls back to float32
+    # weights, with a log line, if they cannot be built).
+    && python -c "from models.native import kernels; assert kernels() is not None" \
+    && chown -R aer /opt/aer-rag-kernels
 
 USER aer
 EXPOSE 8000

@@ -51,6 +51,9 @@ class GeneratorSettings(BaseModel):
         "one, unless `path` names another model.",
     )
     dtype: Precision = "auto"
+    # The CPU decode step's weights (models/quantized.py): auto = 4-bit Q4_1 blocks and our C++ step where its
+    # kernels build (float32 otherwise, said in the log); float32 = the reference path.
+    weights: Literal["auto", "float32", "q4_1", "q8_0"] = "auto"
 
     _empty_paths = field_validator("path", "adapter", mode="before")(_empty_means_none)
 

@@ -44,7 +44,7 @@ def load_generator(settings: GeneratorSettings, generation: GenerationQueueSetti
     if settings.adapter is not None and not settings.adapter.is_dir():
         raise FileNotFoundError(f"No generator adapter at {settings.adapter} (AER_RAG_GENERATOR__ADAPTER).")
     return Generator.from_pretrained(settings.path, device=device, dtype=settings.dtype, adapter=settings.adapter,
-                                     scheduler=generation.scheduler())  # fmt: skip
+                                     weights=settings.weights, scheduler=generation.scheduler())  # fmt: skip
 
 
 def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> Services:

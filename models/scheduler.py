@@ -126,9 +126,12 @@ class Scheduler:
     """Entry point: submit(prompt_ids, params, sink) -> RequestHandle. The loop runs in its own thread."""
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, settings: SchedulerSettings,
-                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None) -> None:  # fmt: skip
+                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None,
+                 decode_apart: bool = False) -> None:  # fmt: skip
         """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V): the decode step
-        (default: the model itself; CUDA graphs replay a captured one)."""
+        (default: the model itself; CUDA graphs replay a captured one). decode_apart: the step is not the model's
+        arithmetic (quantized weights), so the running answers always go through it, never beside a prompt chunk
+        in the model's forward: an answer then does not depend on what else is running."""
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
@@ -137,6 +140,7 @@ class Scheduler:
                                       model.embed_tokens.weight.dtype)  # fmt: skip
         self.slots = [Slot(i) for i in range(settings.slots)]
         self._decode = step or (lambda tokens, cache, positions, length: model(tokens, cache, positions, length))
+        self._decode_apart = decode_apart and step is not None
         self._waiting: deque[Request] = deque()
         self._running: list[Request] = []
         self._condition = threading.Condition()
@@ -275,6 +279,9 @@ class Scheduler:
         if chunk is None:
             assert step is not None
             logits = [self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # a graph may replay it
+        elif step is not None and self._decode_apart:
+            logits = [*self.model.forward_segments([chunk]),
+                      self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # fmt: skip
         else:
             logits = self.model.forward_segments([chunk] if step is None else [chunk, step])
         if prompt is not None and chunk is not None:

@@ -75,3 +75,6 @@ def test_info_describes_the_real_setup(real_client: TestClient) -> None:
     assert info["generator"]["model"].endswith("+smollm2-grounded-lora")  # the shipped adapter, by default
     assert info["settings"]["answerability"]["check"] is True and info["settings"]["focus"]["enabled"] is True
     assert info["generator"]["max_context"] >= 2048
+    # The CPU default with the shipped adapter merged: Q8_0 projections (4-bit ones would round the adapter away),
+    # with the kernels this CPU runs (the test machines have a compiler).
+    assert info["generator"]["weights"] in ("q8_0 (avx512vnni)", "q8_0 (avx2)", "q8_0 (scalar)")

@@ -17,8 +17,8 @@ from models.scheduler import EngineFullError, SchedulerSettings
 LONG = SamplingParams(max_new_tokens=40, ignore_eos=True)
 
 
-def engine(tiny_gguf, **settings) -> Generator:
-    return Generator.from_pretrained(tiny_gguf, device="cpu", scheduler=SchedulerSettings(**settings))
+def engine(tiny_gguf, weights: str = "auto", **settings) -> Generator:
+    return Generator.from_pretrained(tiny_gguf, device="cpu", weights=weights, scheduler=SchedulerSettings(**settings))
 
 
 def test_a_request_that_joins_a_running_batch_gets_what_it_gets_alone(tiny_gguf) -> None:
@@ -120,18 +120,24 @@ def test_a_waiting_request_that_is_cancelled_leaves_at_once(tiny_gguf) -> None:
     busy.close()
 
 
-def test_a_prompt_chunk_and_the_decode_step_share_one_forward(tiny_gguf) -> None:
-    """While answers decode, each forward holds a chunk of the new prompt and the running rows' next tokens."""
-    generator = engine(tiny_gguf, slots=2, prefill_chunk=8)
-    model = generator.model
+def record_forwards(generator: Generator) -> list[list[tuple[int, ...]]]:
+    """The segment shapes of every model.forward_segments call from now on."""
     forwards: list[list[tuple[int, ...]]] = []
-    forward_segments = model.forward_segments
+    forward_segments = generator.model.forward_segments
 
     def recording(segments, *args, **kwargs):
         forwards.append([tuple(segment.tokens.shape) for segment in segments])
         return forward_segments(segments, *args, **kwargs)
 
-    model.forward_segments = recording
+    generator.model.forward_segments = recording
+    return forwards
+
+
+def test_a_prompt_chunk_and_the_decode_step_share_one_forward(tiny_gguf) -> None:
+    """While answers decode, each forward holds a chunk of the new prompt and the running rows' next tokens
+    (float32 weights: the decode step is the model's own arithmetic)."""
+    generator = engine(tiny_gguf, weights="float32", slots=2, prefill_chunk=8)
+    forwards = record_forwards(generator)
     running = generator.stream("hello", SamplingParams(max_new_tokens=200, ignore_eos=True))
     next(running)
     forwards.clear()
@@ -143,6 +149,23 @@ def test_a_prompt_chunk_and_the_decode_step_share_one_forward(tiny_gguf) -> None
     assert sum(shapes[0][1] for shapes in with_chunk) == generator.count_tokens(long_prompt)
     assert len(with_chunk) > 10 and all(shapes[0][1] <= 12 for shapes in with_chunk)  # chunks of 8, a rest <= 12
     assert all(shapes[1:] == [(1, 1)] for shapes in with_chunk)  # every chunk rode with the decode step
+
+
+def test_with_quantized_weights_the_decode_step_runs_apart_from_prompt_chunks(tiny_gguf) -> None:
+    """The quantized step is other arithmetic than the float32 forward: the running rows always go through it (an
+    answer does not depend on what else runs), and the prompt chunks through the model, one forward each."""
+    generator = engine(tiny_gguf, weights="q4_1", slots=2, prefill_chunk=8)
+    assert generator.weights.startswith("q4_1")
+    forwards = record_forwards(generator)
+    params = SamplingParams(max_new_tokens=30, ignore_eos=True)
+    alone = generator.generate(["hello"], params)[0]
+    running = generator.stream("hello", params)
+    received = [next(running)]
+    forwards.clear()
+    generator.generate([" ".join(["word"] * 40)], SamplingParams(max_new_tokens=1))
+    received += list(running)
+    assert len(forwards) > 5 and all(len(shapes) == 1 and shapes[0][1] > 1 for shapes in forwards)
+    assert "".join(received) == alone.text
 
 
 def test_a_process_exiting_mid_answer_exits_cleanly(tiny_gguf) -> None:

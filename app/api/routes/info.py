@@ -31,6 +31,7 @@ def info(services: ServicesDep) -> InfoResponse:
         generator={
             "model": answerer.model_name,
             "max_context": answerer.prompts.max_context,
+            "weights": getattr(services.queue.generator, "weights", None),  # e.g. "q4_1 (avx2)" or "float32"
             "queue_capacity": services.queue.capacity,
             "queue_depth": services.queue.depth,
         },
