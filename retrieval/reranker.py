@@ -111,20 +111,6 @@ def encode_pairs(
     return scores, pooled
 
 
-def score_pairs(
-    model: torch.nn.Module,
-    tokenizer: PreTrainedTokenizerBase,
-    queries: Sequence[str],
-    passages: Sequence[str],
-    max_length: int,
-    batch_size: int,
-    device: str,
-    dtype: torch.dtype = torch.float32,
-) -> np.ndarray:
-    """Relevance scores of aligned (query, passage) pairs (see encode_pairs)."""
-    return encode_pairs(model, tokenizer, queries, passages, max_length, batch_size, device, dtype)[0]
-
-
 class RerankerSettings(BaseModel):
     """The rerank stage: which cross-encoder, how many fused candidates it scores, and how it reads them."""
 

@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerBase
 
 from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever
-from retrieval.reranker import passage_text, rerank_order, score_pairs
+from retrieval.reranker import encode_pairs, passage_text, rerank_order
 from training.evaluation.hard_candidates import bi_encoder_scorer, candidate_set, ranks_first, rows_by_document
 from training.evaluation.metrics import evaluate
 
@@ -70,7 +70,7 @@ class RerankValidation:
         """Metrics per first-stage weight (see rerank_order); the model scores each pair once."""
         queries = [q.text for q in self.queries for _ in self.candidates[q.query_id].passages]
         passages = [p for q in self.queries for p in self.candidates[q.query_id].passages]
-        scores = score_pairs(model, tokenizer, queries, passages, max_length, batch_size, device, dtype)
+        scores = encode_pairs(model, tokenizer, queries, passages, max_length, batch_size, device, dtype)[0]
         results: dict[float, dict[str, float]] = {}
         for weight in first_stage_weights:
             run: dict[str, list[str]] = {}
@@ -114,7 +114,7 @@ class HardCandidateValidation:
                  dtype: torch.dtype, batch_size: int = 32) -> dict[str, float]:  # fmt: skip
         queries = [c.query for c, passages in zip(self.sets, self.passages, strict=True) for _ in passages]
         flat = [passage for passages in self.passages for passage in passages]
-        scores = score_pairs(model, tokenizer, queries, flat, max_length, batch_size, device, dtype)
+        scores = encode_pairs(model, tokenizer, queries, flat, max_length, batch_size, device, dtype)[0]
         hits, offset = 0, 0
         for candidates in self.sets:
             hits += ranks_first(candidates, scores[offset : offset + len(candidates.rows)])
