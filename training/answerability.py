@@ -76,9 +76,11 @@ class LabelledQuestion:
     judged: frozenset[str] | None  # doc_ids whose label is known (None: every retrieved one)
 
 
-def training_questions() -> list[LabelledQuestion]:
+def training_questions(all_paraphrases: bool = False) -> list[LabelledQuestion]:
+    """all_paraphrases: also the paraphrases whose abstracts the reranker trained on (by default only the held-out
+    ones, whose scores are what the service will see)."""
     questions = [LabelledQuestion(q.question_id, q.question, frozenset([q.doc_id]), None)
-                 for q in load_paraphrases() if q.is_validation]  # fmt: skip
+                 for q in load_paraphrases() if q.is_validation or all_paraphrases]  # fmt: skip
     questions += [LabelledQuestion(q.question_id, q.question, frozenset(q.relevant), frozenset(q.judged))
                   for q in load_topicals()]  # fmt: skip
     questions += [LabelledQuestion(q.question_id, q.question, frozenset(), None) for q in load_unanswerables()]
@@ -250,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="each question's training pairs, reused while the reranker is unchanged")
     parser.add_argument("--limit", type=int, default=None, help="first N training questions only (a quick look)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (1 on a busy machine)")
+    parser.add_argument("--all-paraphrases", action="store_true",
+                        help="also the paraphrases of the reranker's own training split")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
@@ -262,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     assert rerank.reranker is not None
 
     # 1. Pairs from the training corpus.
-    questions = training_questions()[: args.limit]
+    questions = training_questions(args.all_paraphrases)[: args.limit]
     log.info("%d training questions", len(questions))
     key = {"reranker": str(args.reranker.resolve()), "evidence_k": evidence_k,
            "weights_mtime": (args.reranker / "model.safetensors").stat().st_mtime}  # fmt: skip
