@@ -120,12 +120,6 @@ class AnswerabilityVerdict:
         """Whether an answer is generated (fully, or from the closest paper)."""
         return self.coverage != "not_covered"
 
-    @property
-    def features(self) -> dict[str, float]:
-        """The best passage's signals."""
-        best = max(self.judgements, key=lambda j: j.probability, default=None)
-        return best.features if best else {}
-
 
 def _weight_of_rank(rank: int | None) -> float:
     return 1.0 / math.log2(1 + rank) if rank else 0.0

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -25,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine, relative, write_results
-from benchmarks.service import free_port, percentile
+from benchmarks.service import percentile, served
 from benchmarks.service_benchmark import search_query
 
 CONFIGS: dict[str, dict[str, str]] = {
@@ -99,22 +96,7 @@ def burst(base: str, clients: int, duration_s: float) -> tuple[Counter, list[flo
 
 
 def run(index: Path, config: str, clients: int, duration_s: float, idle_s: float) -> dict:
-    port = free_port()
-    env = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", **CONFIGS[config]}
-    command = [sys.executable, "-m", "app", "--index", str(index), "--device", "cpu", "--port", str(port)]
-    server = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the server did not become ready")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+    with served(index, "cpu", CONFIGS[config]) as (server, base):
         for i in range(4):  # warm-up: first-call costs are not the burst's
             httpx.post(f"{base}/v1/search", json={"query": f"warm-up {i}"}, timeout=60)
         time.sleep(2)
@@ -138,12 +120,6 @@ def run(index: Path, config: str, clients: int, duration_s: float, idle_s: float
             "rss_ready_mb": round(ready_mb), "rss_peak_mb": round(sampler.peak(started, ended + 1)),
             "rss_after_idle_mb": round(after_mb),
         }  # fmt: skip
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,10 +38,10 @@ def median(values: list[float]) -> float | None:
 
 
 @contextmanager
-def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None,
-                    repo: Path | None = None) -> Iterator[str]:  # fmt: skip
-    """Serve `index` on a free loopback port with extra AER_RAG_* settings, from this checkout or `repo`;
-    yields the base URL."""
+def served(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None,
+           repo: Path | None = None) -> Iterator[tuple[subprocess.Popen, str]]:  # fmt: skip
+    """Serve `index` on a free loopback port with extra AER_RAG_* settings, from this checkout or `repo`, until it
+    is ready; yields the server's process and its base URL, and stops it on exit."""
     port = free_port()
     environment = {**os.environ, "AER_RAG_LOG_LEVEL": "warning", **(env or {})}
     if repo is not None:  # its packages first on the path, whatever this environment installed
@@ -62,13 +62,21 @@ def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | N
             if time.monotonic() > deadline:
                 raise SystemExit(f"the server did not become ready in {READY_TIMEOUT_S} s")
             time.sleep(0.5)
-        yield base
+        yield server, base
     finally:
         server.terminate()
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@contextmanager
+def running_service(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None,
+                    repo: Path | None = None) -> Iterator[str]:  # fmt: skip
+    """As `served`, yielding the base URL only."""
+    with served(index, device, env, repo) as (_, base):
+        yield base
 
 
 @dataclass

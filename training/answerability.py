@@ -94,24 +94,24 @@ def passage_rows(search: SearchPipeline, question: str, evidence_k: int, rerank:
     return outcome.hits, passage_signals(question, outcome.hits, dense, outcome.pool)
 
 
-def collect_pairs(search: SearchPipeline, questions: list[LabelledQuestion], evidence_k: int) -> list[Pair]:
+def question_pairs(search: SearchPipeline, labelled: LabelledQuestion, evidence_k: int) -> list[Pair]:
+    """One question's labelled pairs: its judged passages, with and without the reranker."""
     reranker = search.rerank.reranker
     assert reranker is not None
+    hits, reranked = passage_rows(search, labelled.question, evidence_k, True)
+    _, pooled = reranker.encode(labelled.question, [passage_text(h.chunk.title, h.chunk.text) for h in hits])
+    dense_hits, dense_rows = passage_rows(search, labelled.question, evidence_k, False)
+    dense_by_chunk = {h.chunk.chunk_id: row for h, row in zip(dense_hits, dense_rows, strict=True)}
     pairs: list[Pair] = []
-    for labelled in questions:
-        hits, reranked = passage_rows(search, labelled.question, evidence_k, True)
-        _, pooled = reranker.encode(labelled.question, [passage_text(h.chunk.title, h.chunk.text) for h in hits])
-        dense_hits, dense_rows = passage_rows(search, labelled.question, evidence_k, False)
-        dense_by_chunk = {h.chunk.chunk_id: row for h, row in zip(dense_hits, dense_rows, strict=True)}
-        for hit, row, vector in zip(hits, reranked, pooled, strict=True):
-            doc_id = hit.chunk.doc_id
-            if labelled.judged is not None and doc_id not in labelled.judged and doc_id not in labelled.answering:
-                continue  # nobody read it: its label is unknown
-            dense_row = dense_by_chunk.get(hit.chunk.chunk_id)
-            if dense_row is None:
-                continue
-            pairs.append(Pair(labelled.question, labelled.question_id, int(doc_id in labelled.answering), vector,
-                              row, dense_row))  # fmt: skip
+    for hit, row, vector in zip(hits, reranked, pooled, strict=True):
+        doc_id = hit.chunk.doc_id
+        if labelled.judged is not None and doc_id not in labelled.judged and doc_id not in labelled.answering:
+            continue  # nobody read it: its label is unknown
+        dense_row = dense_by_chunk.get(hit.chunk.chunk_id)
+        if dense_row is None:
+            continue
+        pairs.append(Pair(labelled.question, labelled.question_id, int(doc_id in labelled.answering), vector,
+                          row, dense_row))  # fmt: skip
     return pairs
 
 
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         search = build_search(training_index(), HybridSettings(), rerank, reranker_settings.top_m)
         for start in range(0, len(missing), 50):  # saved as it goes: an interrupted run resumes
             for labelled in missing[start : start + 50]:
-                cache[labelled.question_id] = collect_pairs(search, [labelled], evidence_k)
+                cache[labelled.question_id] = question_pairs(search, labelled, evidence_k)
             args.pairs_cache.parent.mkdir(parents=True, exist_ok=True)
             args.pairs_cache.write_bytes(pickle.dumps({"key": key, "pairs": cache}))
             log.info("pairs of %d/%d questions", min(start + 50, len(missing)), len(missing))
