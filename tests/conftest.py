@@ -11,12 +11,15 @@ import csv
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import torch
 import uvicorn
@@ -193,6 +196,48 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+AppProcessFactory = Callable[..., AbstractContextManager[tuple[subprocess.Popen, str]]]
+
+
+@pytest.fixture(scope="session")
+def app_process() -> AppProcessFactory:
+    """start(index_dir, env=…, log=…, ready_timeout_s=…) runs `python -m app` (this checkout, with the environment
+    plus `env`) on a free loopback port until /readyz answers 200; yields (process, base URL), stops it after.
+    Its output goes to `log` (a file) when given."""
+
+    @contextmanager
+    def start(index_dir: Path, env: dict[str, str] | None = None, log: Path | None = None,
+              ready_timeout_s: float = 300) -> Iterator[tuple[subprocess.Popen, str]]:  # fmt: skip
+        port = free_port()
+        command = [sys.executable, "-m", "app", "--index", str(index_dir), "--port", str(port), "--device", "cpu"]
+        with log.open("w") if log else open(os.devnull, "w") as sink:
+            process = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=sink,
+                                       stderr=subprocess.STDOUT)  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + ready_timeout_s
+            while True:
+                shown = log.read_text()[-2000:] if log else "the server did not become ready"
+                assert process.poll() is None and time.monotonic() < deadline, shown
+                try:
+                    if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.5)
+            yield process, base
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+    return start
 
 
 LiveServerFactory = Callable[..., tuple[str, Services]]

@@ -4,10 +4,7 @@ operation (/v1/ask and the chat endpoint included, with small generation limits)
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,38 +27,15 @@ MAX_TOKENS = 4
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def service(real_index_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def service(real_index_dir: Path, tmp_path_factory: pytest.TempPathFactory, app_process) -> Iterator[tuple[str, Path]]:
     """`python -m app` on loopback with a key; yields the base URL and the server's log file."""
-    port = free_port()
     log = tmp_path_factory.mktemp("reliability") / "server.log"
-    env = {**os.environ, "AER_RAG_API_KEY": KEY, "AER_RAG_CONNECTIONS__HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
+    env = {"AER_RAG_API_KEY": KEY, "AER_RAG_CONNECTIONS__HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
            "AER_RAG_CONNECTIONS__BODY_TIMEOUT_S": str(HEADER_TIMEOUT_S),
            "AER_RAG_ANSWERING__MAX_NEW_TOKENS": str(MAX_TOKENS)}  # fmt: skip
-    with log.open("w") as sink:
-        command = [sys.executable, "-m", "app", "--index", str(real_index_dir), "--port", str(port), "--device", "cpu"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
+    with app_process(real_index_dir, env, log) as (_, base):
         yield base, log
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def raw(base: str, payload: bytes) -> bytes:

@@ -84,37 +84,14 @@ def test_refuses_an_index_built_with_another_embedding_model(index_dir: Path, mo
     assert result.returncode == 2 and "some-other-model" in result.stderr
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.slow
-def test_sigterm_stops_a_long_answer_after_the_grace_period(real_index_dir: Path) -> None:
+def test_sigterm_stops_a_long_answer_after_the_grace_period(real_index_dir: Path, app_process) -> None:
     """`python -m app` with the real generator: SIGTERM while a 1,024-token answer streams ends that stream with
     an error event after the grace period (1 s here), and the process exits within seconds, not minutes."""
-    import os
     import signal
 
-    port = free_port()
-    env = {**os.environ, "AER_RAG_GENERATION__SHUTDOWN_GRACE_S": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "app", "--index", str(real_index_dir), "--port", str(port),
-                                "--device", "cpu"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert process.poll() is None and time.monotonic() < deadline, "the server did not become ready"
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
+    env = {"AER_RAG_GENERATION__SHUTDOWN_GRACE_S": "1"}
+    with app_process(real_index_dir, env, ready_timeout_s=180) as (process, base):
         body = {"query": QUESTION, "stream": True, "coverage_check": False,
                 "generation": {"max_new_tokens": 1024, "temperature": 1.0, "seed": 1}}  # fmt: skip
         with httpx.stream("POST", f"{base}/v1/ask", json=body, timeout=120) as response:
@@ -127,7 +104,3 @@ def test_sigterm_stops_a_long_answer_after_the_grace_period(real_index_dir: Path
         assert events[-1] == "error", events[-3:]
         process.wait(timeout=30)
         assert time.monotonic() - signalled < 20
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
