@@ -18,7 +18,8 @@ from answering.focus import SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from models import SamplingParams
 from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
-from retrieval.types import RetrievedChunk, SearchFilters
+from corpus.filters import SearchFilters
+from retrieval.types import RetrievedChunk
 
 MAX_PAPERS = 10  # findings in one answer at most
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from answering.prompt import NOT_COVERED_ANSWER, OPENING_PATTERN, PARTIAL_ANSWER_PREFACE, Passage
-from indexing.chunking import split_sentences
+from corpus.sentences import split_sentences
 
 CITATION_MARKER = re.compile(r"\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]")
 # Fragments shorter than this (e.g. "Yes.") carry no claim worth checking.

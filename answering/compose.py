@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from answering.citations import CITATION_MARKER
 from answering.prompt import PARTIAL_ANSWER_PREFACE, opening_line
-from indexing.chunking import split_sentences
+from corpus.sentences import split_sentences
 
 # A finding is the first sentence of its generation: the focused passage puts the sentence closest to the question
 # first, and the fine-tuned generator states it first; later sentences drift to the paper's other results.

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from answering.prompt import Passage
-from indexing.chunking import split_sentences
+from corpus.sentences import split_sentences
 
 Encoder = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, d) L2-normalised float32
 

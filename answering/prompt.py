@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from indexing.documents import Chunk
+from corpus.documents import Chunk
 
 # The one sentence the service (and the fine-tuned generator) uses when the passages do not answer.
 NOT_COVERED_ANSWER = "The indexed abstracts do not answer this question."

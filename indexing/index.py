@@ -13,7 +13,7 @@ import numpy as np
 
 from indexing.bm25 import Bm25Index
 from indexing.dense import DenseIndex, DenseSettings
-from indexing.documents import Chunk, Document
+from corpus.documents import Chunk, Document
 from indexing.embedding import Embedder, EmbeddingModelFiles, EmbeddingModelMissing
 from indexing.manifest import IndexLoadError, read_manifest, verify_files
 from indexing.storage import read_jsonl

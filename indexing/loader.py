@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexing.cleaning import TextCleaner, merge_codes, split_jel_codes
-from indexing.documents import Document
+from corpus.documents import Document
 
 REQUIRED_COLUMNS = ("abstract", "doi")
 _DATE = re.compile(r"^(?P<year>\d{4})(?:-(?P<month>\d{2}))?(?:-\d{2})?$")

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexing.index import PublishedIndex
 from retrieval.fusion import DEFAULT_RRF_K, rrf_scores
-from retrieval.types import RetrievedChunk, SearchFilters
+from corpus.filters import SearchFilters
+from retrieval.types import RetrievedChunk
 
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)

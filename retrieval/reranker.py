@@ -15,7 +15,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from indexing.documents import indexed_text
+from corpus.documents import indexed_text
 from retrieval.answer_head import AnswerHead
 from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.fusion import DEFAULT_RRF_K, ranks_of, rrf_scores

@@ -14,7 +14,8 @@ import numpy as np
 from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever, HybridSettings
 from retrieval.reranker import CrossEncoderReranker, RerankerSettings
-from retrieval.types import RetrievedChunk, SearchFilters
+from corpus.filters import SearchFilters
+from retrieval.types import RetrievedChunk
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from indexing.documents import Document
+from corpus.documents import Document
 from indexing.index import PublishedIndex
 from indexing.loader import CorpusLoader
 

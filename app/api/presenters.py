@@ -19,9 +19,10 @@ from app.schemas import (
     StageScores,
     Usage,
 )
-from indexing.documents import Document
+from corpus.documents import Document
 from retrieval.search import RerankState
-from retrieval.types import RetrievedChunk, SearchFilters
+from corpus.filters import SearchFilters
+from retrieval.types import RetrievedChunk
 
 
 def search_filters(filters: Filters | None) -> SearchFilters | None:

@@ -16,7 +16,7 @@ from answering.answerability import (
     LogisticModel,
     passage_signals,
 )
-from indexing.documents import Chunk, Document
+from corpus.documents import Chunk, Document
 from retrieval.types import RetrievedChunk
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.dense import DenseIndex, DenseSettings
-from indexing.documents import Chunk, Document
+from corpus.documents import Chunk, Document
 from indexing.index import PublishedIndex
 
 DIMENSION = 64

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.documents import Chunk, Document
+from corpus.documents import Chunk, Document
 from retrieval.answer_head import ANSWER_HEAD_FILE, AnswerHead
 from retrieval.reranker import CrossEncoderReranker, RerankerUnavailable, passage_text
 from retrieval.types import RetrievedChunk

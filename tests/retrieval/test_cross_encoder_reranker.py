@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing.documents import Chunk, Document
+from corpus.documents import Chunk, Document
 from indexing.embedding import default_model_dir
 from retrieval.reranker import CrossEncoderReranker, RerankerUnavailable, passage_text, rerank_order
 from retrieval.types import RetrievedChunk

@@ -2,7 +2,7 @@ import pytest
 
 from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever, HybridSettings
-from retrieval.types import SearchFilters
+from corpus.filters import SearchFilters
 
 QUERY = "minimum wage employment"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexing.documents import Document
+from corpus.documents import Document
 
 # The ingestion job's input columns (see ../shared/data/README.md), in the order the data files use.
 INGESTION_COLUMNS = (

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from answering.focus import FocusSettings, SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, Passage
-from indexing.chunking import split_sentences
+from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from retrieval.hybrid import HybridRetriever
 from training.corpus import training_index

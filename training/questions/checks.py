@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexing.bm25 import ENGLISH_STOP_WORDS
-from indexing.documents import Document
+from corpus.documents import Document
 
 MIN_WORDS, MAX_WORDS = 6, 25
 TOPICAL_MIN_WORDS = 8
@@ -160,7 +160,7 @@ def absent_topic_problems(record: dict, corpus_text: str) -> list[Problem]:
 def topical_problems(record: dict, documents: dict[str, Document]) -> list[Problem]:
     """A topical question: 8-25 words, 2-6 relevant abstracts among those the writer read, each with the sentence
     numbers of its finding, and no 4-word run copied from any relevant abstract or title."""
-    from indexing.chunking import split_sentences
+    from corpus.sentences import split_sentences
 
     record_id = str(record.get("id"))
     question = str(record.get("question", "")).strip()
@@ -203,7 +203,7 @@ def read_records(paths: Iterable[Path]) -> list[dict]:
 
 
 def check_records(records: list[dict], documents: dict[str, Document]) -> list[Problem]:
-    from indexing.chunking import split_sentences
+    from corpus.sentences import split_sentences
 
     corpus_text = " ".join(f"{d.title} {d.abstract}" for d in documents.values()).lower()
     problems: list[Problem] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from answering.prompt import NOT_COVERED_ANSWER
-from indexing.chunking import split_sentences
+from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from indexing.pipeline import IngestionPipeline, IngestionSettings
 from training.generator.data import (

@@ -2,7 +2,7 @@
 
 import pytest
 
-from indexing.documents import Document
+from corpus.documents import Document
 from training.corpus import load_training_corpus
 from training.questions.checks import check_records, read_records
 from training.questions.dataset import QUESTIONS_DIR, load_paraphrases, load_unanswerables

@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from indexing.documents import Chunk
+from corpus.documents import Chunk
 from training.reranker.data import HardNegativeMiner, MiningSettings
 
 

@@ -1,0 +1,94 @@
+"""The storage port: what retrieval and the service ask of wherever the index lives.
+
+In the spirit of Haystack's document stores: a backend answers keyword and vector searches with filters applied
+before the cut, scores given chunks against a query vector, and looks chunks and documents up by id. Results are
+keyed by chunk id, never by a row number, so a backend keeps its layout to itself. Two implement it:
+`indexing.local_backend.LocalIndexBackend` (the published directory, in memory) and
+`indexing.postgres.backend.PostgresBackend` (PostgreSQL + pgvector, shared by replicas).
+
+The query vector is the caller's: retrieval embeds a query once per request with the model named in
+`BackendInfo.embedding_model` and passes the vector to every call that needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from corpus.documents import Chunk, Document
+from corpus.filters import SearchFilters
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot answer now (its database is down, say); the service answers 503 and retries later."""
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """One search result: a chunk id and the backend's score for it (BM25, or cosine similarity)."""
+
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk with the document it belongs to, as look-ups return them."""
+
+    chunk: Chunk
+    document: Document
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What the service reports and checks about the index a backend serves."""
+
+    kind: str  # "local" | "postgres"
+    chunks: int
+    documents: int
+    embedding_model: str  # queries must be encoded by this model ...
+    embedding_weights_sha256: str  # ... with exactly these weights
+    embedding_dimension: int
+    manifest: dict[str, Any] = field(default_factory=dict)  # the build's manifest (build id, counts, settings)
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """Keyword and vector search over chunks, and look-ups by id. Every method may raise BackendUnavailable."""
+
+    def info(self) -> BackendInfo:
+        """The served build: counts, embedding model, manifest. Cheap; the service calls it per request."""
+        ...
+
+    def keyword_search(self, query: str, top_n: int, filters: SearchFilters | None = None) -> list[ScoredChunk]:
+        """BM25 (rank-bm25's Okapi, the index's tokenizer), best first; only chunks matching a query term.
+        Filters restrict the corpus before the cut, so up to top_n matching chunks come back."""
+        ...
+
+    def vector_search(self, vector: np.ndarray, top_n: int, filters: SearchFilters | None = None
+                      ) -> list[ScoredChunk]:  # fmt: skip
+        """Cosine similarity to a unit query vector, best first; filters before the cut."""
+        ...
+
+    def similarities(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of the query vector to each given chunk, from the stored vectors."""
+        ...
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The chunks (with their documents) of the ids given; unknown ids are left out."""
+        ...
+
+    def document(self, doc_id: str) -> tuple[Document, list[str]] | None:
+        """A document and the ids of its chunks in order, or None when no document has that id."""
+        ...
+
+    def check(self) -> None:
+        """Raise BackendUnavailable when the backend cannot answer searches now (readiness)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the backend is not used after."""
+        ...
