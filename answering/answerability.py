@@ -137,7 +137,7 @@ def passage_signals(question: str, passages: Sequence[RetrievedChunk], dense_sco
         row = {
             "dense": float(dense),
             "dense_gap": float(best_dense - dense),
-            "bm25_weight": _weight_of_rank(hit.bm25_rank),
+            "bm25_weight": _weight_of_rank(hit.ranks.get("bm25")),
             "specifics_unmatched": unmatched_specifics(question, [f"{hit.chunk.title} {hit.chunk.text}"]),
         }
         if hit.rerank_score is not None and best_relevance is not None:

@@ -16,9 +16,9 @@ from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.compose import AnswerComposer, compose_opening
 from answering.focus import SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
+from corpus.filters import SearchFilters
 from models import SamplingParams
 from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
-from corpus.filters import SearchFilters
 from retrieval.types import RetrievedChunk
 
 MAX_PAPERS = 10  # findings in one answer at most
@@ -239,7 +239,7 @@ class Answerer:
         probabilities: dict[int, float] = {}
         if self.answerability is not None and wanted:
             with timer.stage("answerability"):
-                dense = self.search.dense_similarities(question.query, hits)
+                dense = self.search.dense_similarities(outcome.query, hits)
                 verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers)
             prepared.verdict = verdict
             if not verdict.answers:

@@ -24,13 +24,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default=defaults.host, help=f"bind address (default {defaults.host})")
     parser.add_argument("--port", type=int, default=defaults.port, help=f"port (default {defaults.port})")
     parser.add_argument("--index", type=Path, default=defaults.index_dir, help="published index directory")
+    parser.add_argument("--backend", choices=["local", "postgres"], default=defaults.backend.kind,
+                        help="where the index lives: the --index directory, or PostgreSQL at --dsn")
+    parser.add_argument("--dsn", default=None, help="PostgreSQL connection string (--backend postgres; "
+                        "default AER_RAG_BACKEND__DSN)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default=defaults.device)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    settings = Settings(host=args.host, port=args.port, index_dir=args.index, device=args.device)
+    defaults = Settings()
+    backend = defaults.backend.model_dump() | {"kind": args.backend}
+    if args.dsn is not None:
+        backend["dsn"] = args.dsn
+    try:
+        settings = Settings(host=args.host, port=args.port, index_dir=args.index, device=args.device, backend=backend)
+    except ValueError as error:
+        print(f"aer-rag cannot start: {error}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in unknown_environment_variables():
         logging.getLogger("app").warning("%s names no setting and is ignored (see the README's Settings)", name)

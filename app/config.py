@@ -95,6 +95,29 @@ class GenerationQueueSettings(BaseModel):
                                  (self.queue_size + self.slots) * MAX_PAPERS)  # fmt: skip
 
 
+class BackendSettings(BaseModel):
+    """Where the index lives: the published directory (`index_dir`, one machine) or PostgreSQL + pgvector (shared
+    by API replicas; filled by `python -m indexing --backend postgres --dsn ...`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["local", "postgres"] = "local"
+    dsn: SecretStr | None = Field(None, description="postgresql://user:password@host:port/database (kind postgres).")
+    pool_size: int = Field(4, ge=1, le=64, description="Connections to PostgreSQL at most (kind postgres).")
+    start_wait_s: float = Field(
+        60.0, ge=0, le=3600,
+        description="At start, how long to wait for PostgreSQL and a published build before giving up.",
+    )  # fmt: skip
+
+    _empty_dsn = field_validator("dsn", mode="before")(_empty_means_none)
+
+    @model_validator(mode="after")
+    def _postgres_needs_a_dsn(self) -> BackendSettings:
+        if self.kind == "postgres" and self.dsn is None:
+            raise ValueError("backend kind postgres needs a dsn (AER_RAG_BACKEND__DSN or --dsn).")
+        return self
+
+
 class Settings(BaseSettings):
     """Everything an operator can set."""
 
@@ -131,6 +154,7 @@ class Settings(BaseSettings):
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
 
     # --- components ---------------------------------------------------------------------------
+    backend: BackendSettings = BackendSettings()
     retrieval: HybridSettings = HybridSettings()
     # On by default: merged with the hybrid order it beats hybrid alone on held-out economics titles
     # (see its MODEL_CARD.md). AER_RAG_RERANKER__MODEL_DIR= (empty) turns it off.
@@ -169,6 +193,7 @@ class Settings(BaseSettings):
     def public(self) -> dict:
         """The settings as /v1/info shows them: every component's, no secret, no server path."""
         return {
+            "backend": self.backend.model_dump(mode="json", exclude={"dsn"}),
             "retrieval": self.retrieval.model_dump(mode="json"),
             "reranker": self.reranker.model_dump(mode="json", exclude={"model_dir"}),
             "answerability": self.answerability.model_dump(mode="json", exclude={"model_path"}),

@@ -10,11 +10,13 @@ from answering.answerer import Answerer
 from answering.citations import SupportChecker
 from answering.focus import SentenceFocus
 from answering.prompt import PromptBuilder
+from app.backends import open_backend
 from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
 from app.metrics import ServiceMetrics
 from app.search_admission import SearchAdmission
-from indexing.index import PublishedIndex
+from corpus.search_backend import SearchBackend
+from indexing.embedding import Embedder
 from models import Generator
 from retrieval.search import RerankState, SearchPipeline, build_search, load_reranker
 from runtime.device import resolve_device
@@ -28,7 +30,8 @@ class Services:
 
     settings: Settings
     metrics: ServiceMetrics
-    index: PublishedIndex
+    backend: SearchBackend  # the index, wherever it lives; routes ask it, never its internals
+    embedder: Embedder  # encodes queries (once per request) and answer sentences
     search: SearchPipeline
     answerer: Answerer
     queue: GenerationQueue
@@ -38,6 +41,7 @@ class Services:
     def close(self) -> None:
         self.queue.shutdown()
         self.searches.close()
+        self.backend.close()
 
 
 def load_generator(settings: GeneratorSettings, generation: GenerationQueueSettings, device: str) -> Generator:
@@ -48,26 +52,27 @@ def load_generator(settings: GeneratorSettings, generation: GenerationQueueSetti
 
 
 def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> Services:
-    """Load the index, reranker and generator; raise IndexLoadError etc. with a clear message."""
+    """Open the index's backend, load the reranker and generator; raise IndexLoadError etc. with a clear message."""
     device = str(resolve_device(settings.device))
-    log.info("loading index from %s", settings.index_dir)
-    index = PublishedIndex.load(settings.index_dir, expected_embedding_model=settings.embedding_model, device=device)
+    embedder = Embedder(device=device)
+    backend = open_backend(settings, embedder)
     rerank = load_reranker(settings.reranker, device)
     log.info("reranker: %s", rerank.reason)
     generator = load_generator(settings.generator, settings.generation, device)
-    return build_services(settings, metrics or ServiceMetrics(), index, rerank, generator, device)
+    return build_services(settings, metrics or ServiceMetrics(), backend, embedder, rerank, generator, device)
 
 
 def build_services(
     settings: Settings,
     metrics: ServiceMetrics,
-    index: PublishedIndex,
+    backend: SearchBackend,
+    embedder: Embedder,
     rerank: RerankState,
     generator: Generator,
     device: str,
 ) -> Services:
-    search = build_search(index, settings.retrieval, rerank, settings.reranker.top_m)
-    encode = index.embedder.encode
+    search = build_search(backend, embedder, settings.retrieval, rerank, settings.reranker.top_m)
+    encode = embedder.encode
     answerer = Answerer(
         settings=settings.answering,
         search=search,
@@ -80,4 +85,4 @@ def build_services(
     )
     queue = GenerationQueue(generator, settings.generation, metrics)
     searches = SearchAdmission(settings.search, metrics, settings.memory.trim_after_idle_s)
-    return Services(settings, metrics, index, search, answerer, queue, device, searches)
+    return Services(settings, metrics, backend, embedder, search, answerer, queue, device, searches)

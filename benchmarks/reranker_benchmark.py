@@ -24,6 +24,7 @@ import torch
 
 from benchmarks.common import REPO_ROOT, git_commit, machine, relative, write_results
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings
 from retrieval.search import RerankState, StageTimer, build_search, load_reranker
@@ -45,7 +46,7 @@ def parse_args() -> argparse.Namespace:
 
 def evaluate(index: PublishedIndex, rerank: RerankState, top_m: int) -> dict:
     """top-1, MRR@10 per half and rerank latency over the answerable development questions."""
-    search = build_search(index, HybridSettings(), rerank, top_m)
+    search = build_search(LocalIndexBackend(index), index.embedder, HybridSettings(), rerank, top_m)
     doc_of_doi = {document.doi: doc_id for doc_id, document in index.documents.items() if document.doi}
     reciprocal_ranks: dict[str, list[float]] = {half: [] for half in HALVES}
     rerank_ms = []

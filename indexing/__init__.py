@@ -8,5 +8,7 @@ One module per stage, in pipeline order (pipeline.IngestionPipeline runs them):
     dense.py      DenseIndex        FAISS inner-product index (flat, or HNSW)
     publish.py    IndexPublisher    build beside the target, swap a symlink atomically
     manifest.py                     manifest.json: inputs, settings, versions, file hashes
-Readers use index.PublishedIndex; the command line is cli.py (`python -m indexing`, `aer-ingest`).
+Readers: index.PublishedIndex (the directory, by row, for offline jobs) and local_backend.LocalIndexBackend (the
+same behind the SearchBackend port of corpus/, as the service reads it); postgres/ is the PostgreSQL + pgvector
+backend and publisher. The command line is cli.py (`python -m indexing`, `aer-ingest`).
 """

@@ -1,19 +1,21 @@
-"""The library API the service uses: load a published index (validated) and query BM25 and dense."""
+"""A published index directory, loaded and validated: its documents, chunks, BM25 and dense parts by row.
+
+The service reads it through `indexing.local_backend.LocalIndexBackend` (the SearchBackend port, rows kept
+inside); offline jobs (training, evaluation) may use the rows directly."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from corpus.documents import Chunk, Document
 from indexing.bm25 import Bm25Index
 from indexing.dense import DenseIndex, DenseSettings
-from corpus.documents import Chunk, Document
 from indexing.embedding import Embedder, EmbeddingModelFiles, EmbeddingModelMissing
 from indexing.manifest import IndexLoadError, read_manifest, verify_files
 from indexing.storage import read_jsonl
@@ -47,10 +49,6 @@ class PublishedIndex:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self.device = device  # where the query encoder runs
-        # One question is encoded by the dense retriever, the reranker's bi-encoder term and the answerability
-        # check; the cache makes that one encoding.
-        self._query_vector = lru_cache(maxsize=256)(self._encode_query)
-        self._row_of = {chunk.chunk_id: row for row, chunk in enumerate(chunks)}
 
     @classmethod
     def load(
@@ -104,18 +102,8 @@ class PublishedIndex:
             return self._embedder
 
     def encode_query(self, query: str) -> np.ndarray:
-        """The query's unit vector (read-only: it may be shared with other callers)."""
-        return self._query_vector(query)
-
-    def query_similarities(self, query: str, chunk_ids: list[str]) -> np.ndarray:
-        """Cosine of the query to each chunk, from the stored vectors (as the dense retriever scores them)."""
-        rows = [self._row_of[chunk_id] for chunk_id in chunk_ids]
-        return self.dense.vectors[rows] @ self.encode_query(query)
-
-    def _encode_query(self, query: str) -> np.ndarray:
-        vector = self.embedder.encode([query])[0]
-        vector.setflags(write=False)
-        return vector
+        """The query's unit vector."""
+        return self.embedder.encode([query])[0]
 
     def search_bm25(self, query: str, top_n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk row, BM25 score), best first; rows matching no query term are not returned."""

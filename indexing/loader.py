@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexing.cleaning import TextCleaner, merge_codes, split_jel_codes
 from corpus.documents import Document
+from indexing.cleaning import TextCleaner, merge_codes, split_jel_codes
 
 REQUIRED_COLUMNS = ("abstract", "doi")
 _DATE = re.compile(r"^(?P<year>\d{4})(?:-(?P<month>\d{2}))?(?:-\d{2})?$")

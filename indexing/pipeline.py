@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from corpus.documents import Chunk
 from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.chunking import ChunkingSettings, SentenceChunker
 from indexing.dense import DenseIndex, DenseSettings, FaissIndexType
-from corpus.documents import Chunk
 from indexing.embedding import EMBEDDING_DIMENSION, Embedder, EmbeddingModelFiles, TokenCounter
 from indexing.embedding_cache import EmbeddingCache
 from indexing.index import CHUNKS_FILE, DOCUMENTS_FILE

@@ -1,15 +1,17 @@
-"""Hybrid retrieval: BM25 and dense candidates fused with weighted reciprocal rank fusion (RRF)."""
+"""Hybrid retrieval: named first-stage retrievers over a SearchBackend, fused with weighted reciprocal rank
+fusion (RRF). Adding a retriever is one class with a `name` and a `retrieve`, and its weight."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from indexing.index import PublishedIndex
-from retrieval.fusion import DEFAULT_RRF_K, rrf_scores
 from corpus.filters import SearchFilters
+from corpus.search_backend import ScoredChunk, SearchBackend
+from retrieval.fusion import DEFAULT_RRF_K, rrf_scores
+from retrieval.query import Query, QueryEncoder
 from retrieval.types import RetrievedChunk
 
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
@@ -33,89 +35,86 @@ class HybridSettings(BaseModel):
             raise ValueError("hybrid mode needs a positive bm25_weight or dense_weight.")
         return self
 
+    def weights(self) -> dict[str, float]:
+        return {"bm25": self.bm25_weight, "dense": self.dense_weight}
+
+
+class Retriever(Protocol):
+    """One first-stage ranking of chunks for a query."""
+
+    name: str
+
+    def retrieve(self, query: Query, top_n: int, filters: SearchFilters | None) -> list[ScoredChunk]: ...
+
+
+class KeywordRetriever:
+    name = "bm25"
+
+    def __init__(self, backend: SearchBackend) -> None:
+        self.backend = backend
+
+    def retrieve(self, query: Query, top_n: int, filters: SearchFilters | None) -> list[ScoredChunk]:
+        return self.backend.keyword_search(query.text, top_n, filters)
+
+
+class VectorRetriever:
+    name = "dense"
+
+    def __init__(self, backend: SearchBackend) -> None:
+        self.backend = backend
+
+    def retrieve(self, query: Query, top_n: int, filters: SearchFilters | None) -> list[ScoredChunk]:
+        return self.backend.vector_search(query.vector, top_n, filters)
+
 
 class HybridRetriever:
-    """Ranks the chunks of a PublishedIndex for a query; filters restrict the index before cutting."""
+    """Entry point: `retrieve(query, top_n, filters, mode)` -> the fused top_n, each stage's score and rank."""
 
-    def __init__(self, index: PublishedIndex, settings: HybridSettings | None = None) -> None:
-        self.index = index
+    def __init__(self, backend: SearchBackend, encoder: QueryEncoder, settings: HybridSettings | None = None) -> None:
+        self.backend = backend
+        self.encoder = encoder
         self.settings = settings or HybridSettings()
-        # Per-chunk years, so a year filter is one vectorised comparison (-1: no year known).
-        self._chunk_years = np.array(
-            [_year_or_missing(index.documents[chunk.doc_id].year) for chunk in index.chunks], dtype=np.int64
-        )
+        self.retrievers: dict[str, Retriever] = {"bm25": KeywordRetriever(backend), "dense": VectorRetriever(backend)}
+        self._modes = {"hybrid": ("bm25", "dense"), "bm25": ("bm25",), "dense": ("dense",)}
 
-    def retrieve(
-        self, query: str, top_n: int, filters: SearchFilters | None = None, mode: str | None = None
-    ) -> list[RetrievedChunk]:
-        """The top_n chunks for the query, best first, with each stage's score and rank filled in."""
+    def retrieve(self, query: str | Query, top_n: int, filters: SearchFilters | None = None, mode: str | None = None
+                 ) -> list[RetrievedChunk]:  # fmt: skip
+        """The top_n chunks for the query, best first, with each retriever's score and rank filled in."""
         mode = mode or self.settings.mode
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"Unknown retrieval mode {mode!r}; use one of {', '.join(RETRIEVAL_MODES)}.")
         if top_n < 1:
             raise ValueError(f"top_n must be at least 1, not {top_n}.")
-        if not query:  # the API trims and refuses blank text; anything else is searched as it is
+        query = query if isinstance(query, Query) else Query(query, self.encoder)
+        if not query.text:  # the API trims and refuses blank text; anything else is searched as it is
             raise ValueError("The query is empty.")
-        allowed = self.allowed_mask(filters)
-        if allowed is not None and not allowed.any():
-            return []
-
         depth = max(self.settings.candidates, top_n)
-        hits: dict[int, RetrievedChunk] = {}
-        if mode in ("hybrid", "bm25"):
-            for rank, (row, score) in enumerate(self.index.search_bm25(query, depth, allowed=allowed), start=1):
-                hit = self._hit(hits, row)
-                hit.bm25_score, hit.bm25_rank = float(score), rank
-        if mode in ("hybrid", "dense"):
-            for rank, (row, score) in enumerate(self.index.search_dense(query, depth, allowed=allowed), start=1):
-                hit = self._hit(hits, row)
-                hit.dense_score, hit.dense_rank = float(score), rank
-        return self._fuse(list(hits.values()), mode)[:top_n]
+        rankings = {name: self.retrievers[name].retrieve(query, depth, filters) for name in self._modes[mode]}
+        stored = self.backend.chunks(list(dict.fromkeys(hit.chunk_id for ranking in rankings.values()
+                                                        for hit in ranking)))  # fmt: skip
+        hits: dict[str, RetrievedChunk] = {}
+        for name, ranking in rankings.items():
+            for rank, scored in enumerate(ranking, start=1):
+                if scored.chunk_id not in stored:  # removed by an ingest between the two calls
+                    continue
+                if scored.chunk_id not in hits:
+                    found = stored[scored.chunk_id]
+                    hits[scored.chunk_id] = RetrievedChunk(chunk=found.chunk, document=found.document)
+                hits[scored.chunk_id].scores[name] = scored.score
+                hits[scored.chunk_id].ranks[name] = rank
+        # In a single-retriever mode the other retriever's weight is irrelevant.
+        weights = self.settings.weights() if mode == "hybrid" else dict.fromkeys(rankings, 1.0)
+        return self._fuse(list(hits.values()), {name: weights[name] for name in rankings})[:top_n]
 
-    def allowed_mask(self, filters: SearchFilters | None) -> np.ndarray | None:
-        """Bool mask over the index rows that pass the filters; None when there is nothing to filter."""
-        if filters is None or filters.is_empty:
-            return None
-        allowed = np.ones(len(self.index.chunks), dtype=bool)
-        if filters.year_min is not None:
-            allowed &= self._chunk_years >= filters.year_min
-        if filters.year_max is not None:
-            allowed &= (self._chunk_years <= filters.year_max) & (self._chunk_years >= 0)
-        if filters.jel_prefix is not None:
-            jel_only = SearchFilters(jel_prefix=filters.jel_prefix)
-            matching_docs = {
-                doc_id for doc_id, document in self.index.documents.items() if jel_only.matches(document)
-            }
-            allowed &= np.array([chunk.doc_id in matching_docs for chunk in self.index.chunks], dtype=bool)
-        return allowed
-
-    def _hit(self, hits: dict[int, RetrievedChunk], row: int) -> RetrievedChunk:
-        if row not in hits:
-            chunk = self.index.chunks[row]
-            hits[row] = RetrievedChunk(chunk=chunk, document=self.index.documents[chunk.doc_id])
-        return hits[row]
-
-    def _fuse(self, hits: list[RetrievedChunk], mode: str) -> list[RetrievedChunk]:
+    def _fuse(self, hits: list[RetrievedChunk], weights: dict[str, float]) -> list[RetrievedChunk]:
         """Weighted RRF: score = sum over retrievers of weight / (rrf_k + rank)."""
-        settings = self.settings
-        # In a single-retriever mode the other retriever's ranks are absent, and its own weight is irrelevant.
-        weights = (settings.bm25_weight, settings.dense_weight) if mode == "hybrid" else (1.0, 1.0)
-        bm25_ranks = np.array([(hit.bm25_rank or 0) if mode != "dense" else 0 for hit in hits])
-        dense_ranks = np.array([(hit.dense_rank or 0) if mode != "bm25" else 0 for hit in hits])
-        for hit, score in zip(hits, rrf_scores([bm25_ranks, dense_ranks], weights, settings.rrf_k), strict=True):
+        rankings = [np.array([hit.ranks.get(name, 0) for hit in hits]) for name in weights]
+        for hit, score in zip(hits, rrf_scores(rankings, list(weights.values()), self.settings.rrf_k), strict=True):
             hit.fused_score = float(score)
         # Ties (e.g. rank 3 in one list vs rank 3 in the other) go to the better single rank, then
         # to the chunk id, so results are deterministic.
-        hits.sort(key=lambda hit: (-(hit.fused_score or 0.0), _best_rank(hit), hit.chunk.chunk_id))
+        hits.sort(key=lambda hit: (-(hit.fused_score or 0.0), min(hit.ranks.values(), default=1 << 30),
+                                   hit.chunk.chunk_id))  # fmt: skip
         for rank, hit in enumerate(hits, start=1):
             hit.fused_rank = rank
         return hits
-
-
-def _best_rank(hit: RetrievedChunk) -> int:
-    ranks = [rank for rank in (hit.bm25_rank, hit.dense_rank) if rank is not None]
-    return min(ranks) if ranks else 1 << 30
-
-
-def _year_or_missing(year: int | None) -> int:
-    return -1 if year is None else year

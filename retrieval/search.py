@@ -9,12 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from indexing.index import PublishedIndex
-from retrieval.hybrid import HybridRetriever, HybridSettings
-from retrieval.reranker import CrossEncoderReranker, RerankerSettings
 from corpus.filters import SearchFilters
+from corpus.search_backend import SearchBackend
+from retrieval.hybrid import HybridRetriever, HybridSettings
+from retrieval.query import Query, QueryEncoder
+from retrieval.reranker import CrossEncoderReranker, RerankerSettings
 from retrieval.types import RetrievedChunk
 
 log = logging.getLogger(__name__)
@@ -51,6 +50,7 @@ class RerankState:
 
 @dataclass
 class SearchOutcome:
+    query: Query  # the text and its vector, encoded once for every stage and for answering
     hits: list[RetrievedChunk]  # the top_k asked for
     reranked: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -60,8 +60,8 @@ class SearchOutcome:
 class SearchPipeline:
     """Entry point: `run(query, top_k, …)` -> SearchOutcome."""
 
-    def __init__(self, index: PublishedIndex, retriever: HybridRetriever, rerank: RerankState, rerank_top_m: int):
-        self.index = index
+    def __init__(self, retriever: HybridRetriever, rerank: RerankState, rerank_top_m: int):
+        self.backend = retriever.backend
         self.retriever = retriever
         self.rerank = rerank
         self.rerank_top_m = rerank_top_m
@@ -84,27 +84,25 @@ class SearchPipeline:
         use_rerank = self.rerank.available if rerank is None else rerank
         # The reranker sees more candidates than are returned, so it can promote lower-ranked ones.
         depth = max(top_k, self.rerank_top_m) if use_rerank else top_k
+        encoded = Query(query, self.retriever.encoder)
         with timer.stage("retrieve"):
-            hits = self.retriever.retrieve(query, depth, filters=filters, mode=mode)
+            hits = self.retriever.retrieve(encoded, depth, filters=filters, mode=mode)
         if use_rerank and hits:
             reranker = self.rerank.reranker
             assert reranker is not None
             with timer.stage("rerank"):
                 head = hits[: self.rerank_top_m]
-                cosines = self.dense_similarities(query, head) if reranker.bi_encoder_weight else None
+                cosines = self.dense_similarities(encoded, head) if reranker.bi_encoder_weight else None
                 hits = reranker.rerank(query, head, top_m=self.rerank_top_m, cosines=cosines)
-        return SearchOutcome(hits[:top_k], use_rerank, timer.timings_ms, hits)
+        return SearchOutcome(encoded, hits[:top_k], use_rerank, timer.timings_ms, hits)
 
-    def dense_similarities(self, query: str, hits: list[RetrievedChunk]) -> list[float]:
-        return dense_similarities(self.index, query, hits)
-
-
-def dense_similarities(index: PublishedIndex, query: str, hits: list[RetrievedChunk]) -> list[float]:
-    """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored chunk
-    vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
-    if all(hit.dense_score is not None for hit in hits):
-        return [float(hit.dense_score) for hit in hits]  # type: ignore[arg-type]
-    return index.query_similarities(query, [hit.chunk.chunk_id for hit in hits]).astype(np.float64).tolist()
+    def dense_similarities(self, query: Query, hits: list[RetrievedChunk]) -> list[float]:
+        """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored chunk
+        vectors, so hits outside the dense top N (or from BM25 mode) are never re-embedded."""
+        if all("dense" in hit.scores for hit in hits):
+            return [hit.scores["dense"] for hit in hits]
+        cosines = self.backend.similarities(query.vector, [hit.chunk.chunk_id for hit in hits])
+        return [hit.scores.get("dense", cosines.get(hit.chunk.chunk_id, 0.0)) for hit in hits]
 
 
 def load_reranker(settings: RerankerSettings, device: str) -> RerankState:
@@ -117,6 +115,6 @@ def load_reranker(settings: RerankerSettings, device: str) -> RerankState:
     return RerankState(reranker, f"{reranker.name} ({reranker.precision})")
 
 
-def build_search(index: PublishedIndex, retrieval: HybridSettings, rerank: RerankState, rerank_top_m: int
-                 ) -> SearchPipeline:  # fmt: skip
-    return SearchPipeline(index, HybridRetriever(index, retrieval), rerank, rerank_top_m)
+def build_search(backend: SearchBackend, encoder: QueryEncoder, retrieval: HybridSettings, rerank: RerankState,
+                 rerank_top_m: int) -> SearchPipeline:  # fmt: skip
+    return SearchPipeline(HybridRetriever(backend, encoder, retrieval), rerank, rerank_top_m)

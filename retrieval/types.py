@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from corpus.documents import Chunk, Document
-from corpus.filters import SearchFilters
 
 
 @dataclass
 class RetrievedChunk:
-    """One candidate passage with the score and 1-based rank each stage gave it (None: stage not run)."""
+    """One candidate passage with the score and 1-based rank each stage gave it (None: stage not run).
+
+    `scores` and `ranks` hold the first-stage retrievers' by name ("bm25", "dense"); a retriever that did not
+    return the passage has no entry."""
 
     chunk: Chunk
     document: Document
-    bm25_score: float | None = None
-    bm25_rank: int | None = None
-    dense_score: float | None = None
-    dense_rank: int | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
     fused_score: float | None = None
     fused_rank: int | None = None
     rerank_score: float | None = None

@@ -33,6 +33,7 @@ from app.server import build_config
 from app.services import Services, build_services, load_services
 from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
 from models import Generator
 from models.loading import default_gguf_path
@@ -187,7 +188,8 @@ def make_services(tiny_index: PublishedIndex, tiny_generator: Generator, tiny_re
         overrides = {"answerability": answerability, **overrides}
         settings = Settings(reranker={"model_dir": tiny_reranker_dir if reranker else None}, **overrides)  # type: ignore[arg-type]
         rerank = load_reranker(settings.reranker, "cpu") if reranker else RerankState(None, "no reranker configured")
-        return build_services(settings, ServiceMetrics(), tiny_index, rerank, tiny_generator, "cpu")
+        backend = LocalIndexBackend(tiny_index)
+        return build_services(settings, ServiceMetrics(), backend, tiny_index.embedder, rerank, tiny_generator, "cpu")
 
     return make
 

@@ -45,6 +45,7 @@ from answering.answerability import (
 )
 from answering.answerer import AnsweringSettings
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from retrieval.answer_head import AnswerHead
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, passage_text, read_reranker_info
@@ -90,7 +91,7 @@ def training_questions(all_paraphrases: bool = False) -> list[LabelledQuestion]:
 def passage_rows(search: SearchPipeline, question: str, evidence_k: int, rerank: bool):
     """The judged passages of a search and their signals, as the service computes them."""
     outcome = search.run(question, evidence_k, rerank=rerank)
-    dense = search.dense_similarities(question, outcome.hits)
+    dense = search.dense_similarities(outcome.query, outcome.hits)
     return outcome.hits, passage_signals(question, outcome.hits, dense, outcome.pool)
 
 
@@ -187,12 +188,11 @@ class DevJudgement:
 
 
 def dev_judgements(search: SearchPipeline, model: AnswerabilityModel, questions: list[DevQuestion],
-                   evidence_k: int) -> list[DevJudgement]:  # fmt: skip
-    doc_of_doi = {d.doi: d.doc_id for d in search.index.documents.values() if d.doi}
+                   evidence_k: int, doc_of_doi: dict[str, str]) -> list[DevJudgement]:  # fmt: skip
     judged = []
     for question in questions:
         outcome = search.run(question.question, evidence_k)
-        dense = search.dense_similarities(question.question, outcome.hits)
+        dense = search.dense_similarities(outcome.query, outcome.hits)
         probabilities = model.probabilities(question.question, outcome.hits, dense, outcome.pool)
         passages = [(hit.chunk.doc_id, j.probability) for hit, j in zip(outcome.hits, probabilities, strict=True)]
         relevant = frozenset(doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi)
@@ -273,7 +273,9 @@ def main(argv: list[str] | None = None) -> None:
     cache = read_cache(args.pairs_cache, key)
     missing = [q for q in questions if q.question_id not in cache]
     if missing:
-        search = build_search(training_index(), HybridSettings(), rerank, reranker_settings.top_m)
+        index = training_index()
+        search = build_search(LocalIndexBackend(index), index.embedder, HybridSettings(), rerank,
+                              reranker_settings.top_m)  # fmt: skip
         for start in range(0, len(missing), 50):  # saved as it goes: an interrupted run resumes
             for labelled in missing[start : start + 50]:
                 cache[labelled.question_id] = question_pairs(search, labelled, evidence_k)
@@ -309,10 +311,12 @@ def main(argv: list[str] | None = None) -> None:
 
     # 4. Thresholds on the calibration half, through the service's search with the new head.
     rerank = load_reranker(reranker_settings, "cpu")  # reloaded: now with its answer head
-    aer_search = build_search(PublishedIndex.load(args.aer_index, device="cpu"), HybridSettings(), rerank,
+    aer_index = PublishedIndex.load(args.aer_index, device="cpu")
+    aer_search = build_search(LocalIndexBackend(aer_index), aer_index.embedder, HybridSettings(), rerank,
                               reranker_settings.top_m)  # fmt: skip
+    doc_of_doi = {d.doi: d.doc_id for d in aer_index.documents.values() if d.doi}
     model = AnswerabilityModel(reranked, dense_only, 0.0, 0.5)
-    judged = dev_judgements(aer_search, model, load_dev_questions(halves=("calibration",)), evidence_k)
+    judged = dev_judgements(aer_search, model, load_dev_questions(halves=("calibration",)), evidence_k, doc_of_doi)
     thresholds = choose_thresholds(judged, max_papers, args.max_outright_decline)
     info = read_reranker_info(args.reranker)
     payload = {

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from answering.prompt import PromptTooLongError
 from app.generation import GenerationTimeoutError, QueueFullError, ShuttingDownError
 from app.search_admission import SearchBusyError
+from corpus.search_backend import BackendUnavailable
 from retrieval.search import RerankNotAvailableError
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,12 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
     @app.exception_handler(RerankNotAvailableError)
     async def _no_rerank(request: Request, error: RerankNotAvailableError) -> JSONResponse:
         return error_response(request, 409, "rerank_unavailable", str(error))
+
+    @app.exception_handler(BackendUnavailable)
+    async def _index_unavailable(request: Request, error: BackendUnavailable) -> JSONResponse:
+        # The database behind the index is down or restarting: the next request may work, no restart needed.
+        return error_response(request, 503, "index_unavailable", f"The index cannot be searched right now ({error}); "
+                              f"retry in {retry_after_s} s.", headers={"Retry-After": str(retry_after_s)})  # fmt: skip
 
     @app.exception_handler(QueueFullError)
     async def _busy(request: Request, error: QueueFullError) -> JSONResponse:

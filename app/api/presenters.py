@@ -20,8 +20,8 @@ from app.schemas import (
     Usage,
 )
 from corpus.documents import Document
-from retrieval.search import RerankState
 from corpus.filters import SearchFilters
+from retrieval.search import RerankState
 from retrieval.types import RetrievedChunk
 
 
@@ -55,8 +55,16 @@ def search_hit(hit: RetrievedChunk, rank: int) -> SearchHit:
     return SearchHit(
         rank=rank, chunk_id=chunk.chunk_id, position=chunk.position, text=chunk.text,
         char_start=chunk.char_start, char_end=chunk.char_end, document=document_out(hit.document),
-        scores=StageScores(**{name: getattr(hit, name) for name in StageScores.model_fields}),
+        scores=stage_scores(hit),
     )
+
+
+def stage_scores(hit: RetrievedChunk) -> StageScores:
+    """Each retriever's score and rank under its own name (bm25_score, dense_rank, ...), then the later stages'."""
+    retrievers = {f"{name}_score": score for name, score in hit.scores.items()}
+    retrievers |= {f"{name}_rank": rank for name, rank in hit.ranks.items()}
+    return StageScores(**retrievers, fused_score=hit.fused_score, fused_rank=hit.fused_rank,
+                       rerank_score=hit.rerank_score, rerank_rank=hit.rerank_rank)  # fmt: skip
 
 
 def passages_out(hits: list[RetrievedChunk]) -> list[Passage]:

@@ -25,7 +25,8 @@ def hit(doc_id: str, position: int = 0, rerank: float | None = None, bm25_rank: 
         ) -> RetrievedChunk:  # fmt: skip
     chunk = Chunk(f"{doc_id}#{position}", doc_id, position, text, 0, len(text), "Title")
     document = Document(doc_id, "", "Title", text, text, "2020", 2020)
-    return RetrievedChunk(chunk, document, rerank_score=rerank, bm25_rank=bm25_rank, rerank_rank=rerank_rank,
+    ranks = {} if bm25_rank is None else {"bm25": bm25_rank}
+    return RetrievedChunk(chunk, document, ranks=ranks, rerank_score=rerank, rerank_rank=rerank_rank,
                           answer_logit=answer_logit)  # fmt: skip
 
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from corpus.documents import Document
 from corpus.sentences import split_sentences
 from indexing.chunking import ChunkingSettings, SentenceChunker
-from corpus.documents import Document
 from indexing.embedding import TokenCounter
 from indexing.loader import CorpusLoader
 

@@ -1,4 +1,5 @@
-"""A tiny in-memory PublishedIndex (real BM25 and FAISS code, a hashing stand-in for the embedder)."""
+"""A tiny in-memory PublishedIndex (real BM25 and FAISS code, a hashing stand-in for the embedder), served through
+the SearchBackend port."""
 
 import hashlib
 from collections.abc import Sequence
@@ -7,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpus.documents import Chunk, Document
+from corpus.search_backend import SearchBackend
 from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.dense import DenseIndex, DenseSettings
-from corpus.documents import Chunk, Document
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 
 DIMENSION = 64
 
@@ -58,4 +61,16 @@ def tiny_index(tmp_path: Path) -> PublishedIndex:
     embedder = HashingEmbedder()
     bm25 = Bm25Index.build([chunk.indexed_text for chunk in chunks], Bm25Settings())
     dense = DenseIndex.build(embedder.encode([chunk.indexed_text for chunk in chunks]), DenseSettings())
-    return PublishedIndex(tmp_path, {}, documents, chunks, bm25, dense, embedder)  # type: ignore[arg-type]
+    manifest = {"embedding": {"model_name": "hashing-test-embedder", "weights_sha256": "0" * 64}}
+    return PublishedIndex(tmp_path, manifest, documents, chunks, bm25, dense, embedder)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def encoder() -> HashingEmbedder:
+    return HashingEmbedder()
+
+
+@pytest.fixture
+def backend(tiny_index: PublishedIndex) -> SearchBackend:
+    """The tiny index behind the port, as retrieval sees it."""
+    return LocalIndexBackend(tiny_index)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from indexing.embedding import file_sha256
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from indexing.manifest import IndexLoadError
 from indexing.pipeline import IngestionPipeline, IngestionSettings
 from retrieval.hybrid import HybridRetriever, HybridSettings
 from retrieval.reranker import CrossEncoderReranker, RerankerSettings
-from retrieval.search import dense_similarities
 from retrieval.types import RetrievedChunk
 from training.evaluation.beir import BeirCorpusConverter, BeirDataset, corpus_id_of
 from training.evaluation.metrics import STANDARD_METRICS, evaluate, per_query_scores
@@ -101,6 +101,7 @@ class RetrievalEvaluator:
     def __init__(self, dataset: BeirDataset, index: PublishedIndex, device: str = "cpu") -> None:
         self.dataset = dataset
         self.index = index
+        self.backend = LocalIndexBackend(index)
         self.device = device
         self._rerankers: dict[RerankerSettings, CrossEncoderReranker] = {}
         # Rerank rows share the candidates of the hybrid row with the same settings: (hits, ms) per query.
@@ -111,7 +112,7 @@ class RetrievalEvaluator:
             raise ValueError(f"{len(unmapped)} indexed documents carry no BEIR id; is this the converted corpus?")
 
     def run(self, config: EvalConfig) -> EvalResult:
-        retriever = HybridRetriever(self.index, config.hybrid_settings())
+        retriever = HybridRetriever(self.backend, self.index.embedder, config.hybrid_settings())
         reranker = self._reranker(config.reranker) if config.reranker else None
         run: dict[str, list[str]] = {}
         retrieve_ms: list[float] = []
@@ -123,7 +124,7 @@ class RetrievalEvaluator:
                 started = time.perf_counter()
                 top_m = config.reranker.top_m
                 # The reranked head replaces the fused head; the fused tail keeps Recall@100 comparable.
-                cosines = dense_similarities(self.index, text, hits[:top_m]) if reranker.bi_encoder_weight else None
+                cosines = self._cosines(text, hits[:top_m]) if reranker.bi_encoder_weight else None
                 head = reranker.rerank(text, hits, top_m, cosines=cosines)
                 hits = head + hits[top_m:]
                 rerank_ms.append((time.perf_counter() - started) * 1000)
@@ -147,6 +148,13 @@ class RetrievalEvaluator:
             self._retrieved[key] = (hits, (time.perf_counter() - started) * 1000)
         hits, milliseconds = self._retrieved[key]
         return [replace(hit) for hit in hits], milliseconds
+
+    def _cosines(self, text: str, hits: list[RetrievedChunk]) -> list[float]:
+        """The query's cosine to each hit, from the stored vectors (as the service's search computes them)."""
+        if all("dense" in hit.scores for hit in hits):
+            return [hit.scores["dense"] for hit in hits]
+        found = self.backend.similarities(self.index.encode_query(text), [hit.chunk.chunk_id for hit in hits])
+        return [found[hit.chunk.chunk_id] for hit in hits]
 
     def document_ranking(self, hits: list[RetrievedChunk]) -> list[str]:
         """BEIR corpus ids, each document at the rank of its best chunk."""

@@ -28,6 +28,7 @@ from answering.focus import FocusSettings, SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, Passage
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridRetriever
 from training.corpus import training_index
 from training.questions.dataset import QUESTIONS_DIR, ParaphraseQuestion, load_paraphrases, load_unanswerables
@@ -109,7 +110,7 @@ class GroundedDataBuilder:
     def __init__(self, settings: GroundedDataSettings, index: PublishedIndex) -> None:
         self.settings = settings
         self.index = index
-        self.retriever = HybridRetriever(index)
+        self.retriever = HybridRetriever(LocalIndexBackend(index), index.embedder)
         self.focus = SentenceFocus(index.embedder.encode, settings.max_sentences)
         self.rng = random.Random(settings.seed)
         self.chunks_of: dict[str, list] = {}

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexing.bm25 import ENGLISH_STOP_WORDS
 from corpus.documents import Document
+from indexing.bm25 import ENGLISH_STOP_WORDS
 
 MIN_WORDS, MAX_WORDS = 6, 25
 TOPICAL_MIN_WORDS = 8

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus.sentences import split_sentences
 from corpus.documents import Chunk, Document
+from corpus.sentences import split_sentences
 from training.corpus import REPO_ROOT
 from training.splits import in_validation_split
 

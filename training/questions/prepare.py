@@ -12,8 +12,8 @@ import json
 import random
 from pathlib import Path
 
-from corpus.sentences import split_sentences
 from corpus.documents import Document
+from corpus.sentences import split_sentences
 from training.corpus import REPO_ROOT, load_training_corpus
 
 MIN_ABSTRACT_CHARS = 400  # as the development set's sources

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridRetriever
 from training.corpus import REPO_ROOT, training_index
 from training.questions.checks import read_records
@@ -36,7 +37,7 @@ def top_documents(retriever: HybridRetriever, query: str, count: int) -> list[st
 
 def retrieve(batch_size: int) -> None:
     index = training_index()
-    retriever = HybridRetriever(index)
+    retriever = HybridRetriever(LocalIndexBackend(index), index.embedder)
     records = read_records(sorted((QUESTIONS / "unanswerable").glob("batch_*.jsonl")))
     REVIEW.mkdir(parents=True, exist_ok=True)
     for start in range(0, len(records), batch_size):

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import (
     DEFAULT_RERANKER_DIR,
@@ -62,7 +63,8 @@ class QuestionScores:
 
 
 def collect(index: PublishedIndex, reranker: CrossEncoderReranker, top_m: int) -> list[QuestionScores]:
-    search = build_search(index, HybridSettings(), RerankState(None, "scored here"), top_m)
+    search = build_search(LocalIndexBackend(index), index.embedder, HybridSettings(), RerankState(None, "scored here"),
+                          top_m)  # fmt: skip
     doc_of_doi = {document.doi: doc_id for doc_id, document in index.documents.items() if document.doi}
     rows_of, bi_encoder = rows_by_document(index), bi_encoder_scorer(index)
     collected = []
@@ -70,13 +72,14 @@ def collect(index: PublishedIndex, reranker: CrossEncoderReranker, top_m: int) -
         relevant = [doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi]
         if not question.answerable or not relevant:
             continue
-        hits = search.run(question.question, top_m, rerank=False).hits
+        outcome = search.run(question.question, top_m, rerank=False)
+        hits = outcome.hits
         candidates = candidate_set(index, question.question, relevant[0], relevant, rows_of)
         hard_passages = [passage_text(index.chunks[row].title, index.chunks[row].text) for row in candidates.rows]
         collected.append(QuestionScores(
             pool_relevant=np.array([hit.chunk.doc_id in relevant for hit in hits]),
             pool_scores=reranker.score(question.question, [passage_text(h.chunk.title, h.chunk.text) for h in hits]),
-            pool_cosines=np.array(search.dense_similarities(question.question, hits)),
+            pool_cosines=np.array(search.dense_similarities(outcome.query, hits)),
             hard_owners=candidates.owners,
             hard_scores=reranker.score(question.question, hard_passages),
             hard_cosines=bi_encoder(candidates),

@@ -20,6 +20,7 @@ import torch
 
 from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridRetriever
 from retrieval.reranker import INFERENCE_MAX_LENGTH, read_reranker_info
 from runtime.device import resolve_device
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             "econ-heldout-titles",
             [ValidationQuery(f"econ:{i}", title, frozenset({doc_id}))
              for i, (title, doc_id) in enumerate(econ.validation_queries(untitled_ids, args.validation_queries))],
-            HybridRetriever(econ_index), show_title=False,
+            HybridRetriever(LocalIndexBackend(econ_index), econ_index.embedder), show_title=False,
         )
     ]  # fmt: skip
 
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
         held_out = questions.validation_questions()
         validations.insert(0, RerankValidation(
             "questions-heldout", [ValidationQuery(q.question_id, q.question, frozenset({q.doc_id})) for q in held_out],
-            HybridRetriever(questions.index), show_title=True,
+            HybridRetriever(LocalIndexBackend(questions.index), questions.index.embedder),
+            show_title=True,
         ))  # fmt: skip
         hard = HardCandidateValidation("questions-heldout-hard-candidates", questions.index,
                                        [(q.question, q.doc_id) for q in held_out])  # fmt: skip
@@ -222,7 +224,8 @@ def scifact_dev_validation(scifact: SciFactTrainPairs, index: PublishedIndex) ->
                                              if grade > 0 and c in doc_id_of))
         for qid, text in scifact.dataset.queries.items() if scifact.is_dev(qid)
     ]  # fmt: skip
-    return RerankValidation("scifact-train-dev", queries, HybridRetriever(index), show_title=True)
+    retriever = HybridRetriever(LocalIndexBackend(index), index.embedder)
+    return RerankValidation("scifact-train-dev", queries, retriever, show_title=True)
 
 
 def _validate(

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus.sentences import split_sentences
 from corpus.documents import Chunk, Document
+from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from retrieval.reranker import passage_text
 from training.corpus import load_training_corpus

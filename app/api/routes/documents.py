@@ -16,10 +16,10 @@ router = APIRouter(prefix="/v1", tags=["documents"])
     responses={404: {"model": ErrorResponse}},
 )
 def get_document(doc_id: str, services: ServicesDep) -> DocumentDetail:
-    document = services.index.documents.get(doc_id)
-    if document is None:
+    found = services.backend.document(doc_id)
+    if found is None:
         raise APIError(404, "document_not_found", f"No indexed document has the id {doc_id!r}.")
-    chunk_ids = [chunk.chunk_id for chunk in services.index.chunks if chunk.doc_id == doc_id]
+    document, chunk_ids = found
     return DocumentDetail(
         **document_out(document).model_dump(),
         abstract=document.abstract,

@@ -18,7 +18,8 @@ def info(services: ServicesDep) -> InfoResponse:
     settings = services.settings.public()
     # The weight in use: the configured one, or the one stored with the model.
     settings["reranker"]["first_stage_weight"] = reranker.first_stage_weight if reranker is not None else None
-    index = public_manifest(services.index.manifest)
+    served = services.backend.info()
+    index = public_manifest(served.manifest) | {"backend": served.kind}
     if services.settings.api_key is None:
         # Exact package versions and build timings help an attacker more than a user: only for key holders.
         for detail in VERSION_DETAILS:
@@ -26,7 +27,7 @@ def info(services: ServicesDep) -> InfoResponse:
     return InfoResponse(
         version=__version__,
         index=index,
-        embedding_model=services.index.embedder.model_name,
+        embedding_model=served.embedding_model,
         reranker=rerank_status(services.search.rerank, applied=services.search.rerank.available),
         generator={
             "model": answerer.model_name,
