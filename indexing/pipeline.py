@@ -151,7 +151,7 @@ class IngestionPipeline:
         def describe(build_id: str) -> dict[str, Any]:
             return self._describe_build(build_id, fingerprint, corpus, chunks, embedded)
 
-        published = self.target.publish(content, fingerprint, describe, self._timed)
+        published = self.target.publish(content, fingerprint, describe, self.timings)
         return IngestionSummary(
             status="built",
             index_dir=published,

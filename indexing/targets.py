@@ -7,8 +7,9 @@ is built here) and indexing.postgres.target.PostgresTarget (one schema per build
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,6 @@ from indexing.manifest import IndexLoadError, read_manifest, verify_files, write
 from indexing.publish import IndexPublisher
 from indexing.storage import file_sha256, write_jsonl
 
-Timer = Callable[[str], AbstractContextManager[None]]  # timed("stage"): adds the block's seconds to the summary
 Describe = Callable[[str], dict[str, Any]]  # build id -> the build's manifest
 
 
@@ -58,8 +58,9 @@ class BuildTarget(Protocol):
         """The live build when it is intact and carries this fingerprint (nothing to do), else None."""
         ...
 
-    def publish(self, content: BuildContent, fingerprint: str, describe: Describe, timed: Timer) -> Path | str:
-        """Publish the build atomically; returns where it lives."""
+    def publish(self, content: BuildContent, fingerprint: str, describe: Describe, timings: dict[str, float]
+                ) -> Path | str:  # fmt: skip
+        """Publish the build atomically; returns where it lives. Adds its stages' seconds to `timings`."""
         ...
 
     def check(self, fingerprint: str, corpus: Path) -> list[str]:
@@ -93,10 +94,10 @@ class DirectoryTarget:
             return None
         return live if manifest.get("fingerprint") == fingerprint and not verify_files(live, manifest) else None
 
-    def publish(self, content: BuildContent, fingerprint: str, describe: Describe, timed: Timer) -> Path:
-        with timed("faiss"):
+    def publish(self, content: BuildContent, fingerprint: str, describe: Describe, timings: dict[str, float]) -> Path:
+        with timed(timings, "faiss"):
             dense = DenseIndex.build(content.vectors, self.dense)
-        with timed("publish"):
+        with timed(timings, "publish"):
             build_id, build_dir = self.publisher.start_build()
             try:
                 write_jsonl(build_dir / DOCUMENTS_FILE, (document.to_json() for document in content.documents))
@@ -128,3 +129,13 @@ class DirectoryTarget:
         elif manifest.get("fingerprint") != fingerprint:
             problems.append("stale: the embedding model or the build settings changed since the index was built")
         return problems
+
+
+@contextmanager
+def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Adds the block's seconds to timings[stage]."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started

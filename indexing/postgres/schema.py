@@ -4,7 +4,7 @@
     aer_build_<build id>.documents (doc_no, doc_id, record jsonb)
                         .chunks    (chunk_no, chunk_id, doc_no, year, jel_codes text[] upper-cased,
                                     record jsonb, embedding vector(d))       + HNSW (vector_cosine_ops)
-                        .terms     (term_id, term, df, max_weight)
+                        .terms     (term_id, term, df, max_weight, min_weight)
                         .postings  (term_id, chunk_no, weight)  loaded and indexed in (term_id, weight desc,
                                     chunk_no) order, so a term's best chunks are one short index range
 
@@ -70,7 +70,7 @@ def table_ddl(schema: str, dimension: int) -> list[sql.Composed]:
             "year int4, jel_codes text[] NOT NULL, record jsonb NOT NULL, embedding vector({}) NOT NULL)"
         ).format(s, sql.Literal(dimension)),
         sql.SQL("CREATE TABLE {}.terms (term_id int4 NOT NULL, term text NOT NULL, df int4 NOT NULL, "
-                "max_weight float8 NOT NULL)").format(s),
+                "max_weight float8 NOT NULL, min_weight float8 NOT NULL)").format(s),
         sql.SQL("CREATE TABLE {}.postings (term_id int4 NOT NULL, chunk_no int4 NOT NULL, weight float8 NOT NULL)")
         .format(s),
     ]

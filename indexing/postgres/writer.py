@@ -182,12 +182,13 @@ class PostgresWriter:
         weights = weights.tocsr()
         weights.sort_indices()
         df = np.diff(weights.indptr)
-        with cursor.copy(_copy_sql(schema, "terms", "term_id, term, df, max_weight")) as copy:
+        with cursor.copy(_copy_sql(schema, "terms", "term_id, term, df, max_weight, min_weight")) as copy:
             copy.write(wire.HEADER)
-            maxima = weights.max(axis=1).toarray().ravel()
+            maxima = np.maximum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
+            minima = np.minimum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
             for term_id, term in enumerate(terms):
                 copy.write(wire.row(wire.int4(term_id), wire.text(term), wire.int4(int(df[term_id])),
-                                    wire.float8(float(maxima[term_id]))))  # fmt: skip
+                                    wire.float8(float(maxima[term_id])), wire.float8(float(minima[term_id]))))
             copy.write(wire.TRAILER)
         term_ids = np.repeat(np.arange(len(terms), dtype=np.int32), df)
         chunk_nos = weights.indices.astype(np.int32)
