@@ -9,6 +9,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from indexing.targets import BuildContent
 DIMENSION = 64
 COMMON = ["effect", "model", "market", "price", "evidence", "policy", "firm", "labor", "wage", "trade"]
 RARE = ["auction", "bank", "credit", "school", "tax", "carbon", "inflation", "voucher", "insurance", "migration",
-        "monopsony", "tariff", "lottery", "mortgage", "pension", "rainfall", "union", "patent", "cartel", "bond"]  # fmt: skip
+        "monopsony", "tariff", "lottery", "mortgage", "pension", "rainfall", "union", "patent", "cartel", "bond"]
+TEST_SETTINGS = {"shared_buffers": "128MB", "maintenance_work_mem": "256MB", "fsync": "off", "full_page_writes": "off"}
 JEL = ["J31", "J23", "D83", "E52", "G21", "F14", "H23", "Q54", "I21", "O16"]
 
 
@@ -35,7 +37,7 @@ def postgres_server() -> Iterator[EmbeddedPostgres]:
     so its data lives in a fresh /tmp directory that others may traverse)."""
     root = Path(tempfile.mkdtemp(prefix="aer-pg-tests-"))
     root.chmod(0o711)
-    server = EmbeddedPostgres(root / "data", settings={"shared_buffers": "128MB", "maintenance_work_mem": "256MB"})
+    server = EmbeddedPostgres(root / "data", settings=TEST_SETTINGS)
     server.start()
     try:
         yield server
@@ -44,18 +46,27 @@ def postgres_server() -> Iterator[EmbeddedPostgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def new_database(postgres_server: EmbeddedPostgres) -> Iterator[Callable[[], str]]:
+    """new_database() creates a fresh database (with the vector extension) on the session's server; its DSN.
+    They go with the server's data directory at the end of the session."""
+
+    def create() -> str:
+        name = f"test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION vector")
+        return dsn
+
+    yield create
+
+
 @pytest.fixture
-def postgres_dsn(postgres_server: EmbeddedPostgres) -> Iterator[str]:
-    """A fresh database (with the vector extension) on the session's server, dropped after the test."""
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute("CREATE EXTENSION vector")
-    yield dsn
-    with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+def postgres_dsn(new_database: Callable[[], str]) -> str:
+    """A fresh, empty database for one test."""
+    return new_database()
 
 
 @dataclass
@@ -108,8 +119,9 @@ def make_content(documents_count: int = 150, seed: int = 0, chunks_per_document:
                                   jel_codes=jel, row_number=number + 1))  # fmt: skip
         start = 0
         for position, text in enumerate(texts):
-            chunks.append(Chunk(chunk_id=f"{doc_id}#{position}", doc_id=doc_id, position=position, text=text,
-                                char_start=start, char_end=start + len(text), title="", title_indexed=False))  # fmt: skip
+            chunk_id = f"{doc_id}#{position}"
+            chunks.append(Chunk(chunk_id=chunk_id, doc_id=doc_id, position=position, text=text, char_start=start,
+                                char_end=start + len(text), title="", title_indexed=False))  # fmt: skip
             start += len(text) + 1
     vectors = rng.standard_normal((len(chunks), DIMENSION)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -127,19 +139,19 @@ def manifest_of(content: BuildContent, build_id: str, fingerprint: str) -> dict[
     }
 
 
-Publish = Callable[..., str]
+def publish_build(dsn: str, content: BuildContent, build_id: str | None = None, fingerprint: str = "fp") -> str:
+    """Write a build with PostgresWriter (build ids in time order, as the ingestion job makes them); its schema."""
+    build_id = build_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-test"
+    writer = PostgresWriter(dsn)
+    return writer.publish(content, build_id, fingerprint, manifest_of(content, build_id, fingerprint)).schema_name
 
 
-@pytest.fixture
-def publish(postgres_dsn: str) -> Publish:
-    """publish(content, build_id=…, fingerprint=…) writes a build with PostgresWriter; returns its schema."""
-
-    def run(content: BuildContent, build_id: str | None = None, fingerprint: str = "fp") -> str:
-        build_id = build_id or f"20260101T000000{uuid.uuid4().int % 10**6:06d}Z-test"
-        writer = PostgresWriter(postgres_dsn)
-        return writer.publish(content, build_id, fingerprint, manifest_of(content, build_id, fingerprint)).schema_name
-
-    return run
+@pytest.fixture(scope="module")
+def published_dsn(new_database: Callable[[], str], content: BuildContent) -> str:
+    """A database holding the small realistic build, shared by a test module (read only)."""
+    dsn = new_database()
+    publish_build(dsn, content)
+    return dsn
 
 
 @pytest.fixture(scope="session")
