@@ -53,6 +53,18 @@ def vector(values: np.ndarray) -> bytes:
     return struct.pack(">i", len(data)) + data
 
 
+def send(copy: Any, rows: Iterable[bytes], buffer_bytes: int = 1 << 20) -> None:
+    """Write a whole binary COPY stream (header, rows, trailer) to a psycopg Copy, in ~1 MB writes."""
+    buffer = bytearray(HEADER)
+    for encoded in rows:
+        buffer += encoded
+        if len(buffer) >= buffer_bytes:
+            copy.write(bytes(buffer))
+            buffer.clear()
+    buffer += TRAILER
+    copy.write(bytes(buffer))
+
+
 def row(*fields: bytes) -> bytes:
     return struct.pack(">h", len(fields)) + b"".join(fields)
 

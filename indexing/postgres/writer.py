@@ -161,43 +161,34 @@ class PostgresWriter:
         cursor = connection.cursor()
         doc_no = {document.doc_id: number for number, document in enumerate(content.documents)}
         with cursor.copy(_copy_sql(schema, "documents", "doc_no, doc_id, record")) as copy:
-            copy.write(wire.HEADER)
-            for number, document in enumerate(content.documents):
-                copy.write(wire.row(wire.int4(number), wire.text(document.doc_id), wire.jsonb(document.to_json())))
-            copy.write(wire.TRAILER)
+            wire.send(copy, (wire.row(wire.int4(number), wire.text(document.doc_id), wire.jsonb(vars(document)))
+                             for number, document in enumerate(content.documents)))  # fmt: skip
         years = {document.doc_id: document.year for document in content.documents}
-        jel = {document.doc_id: [code.upper() for code in document.jel_codes] for document in content.documents}
+        jel = {document.doc_id: wire.text_array([code.upper() for code in document.jel_codes])
+               for document in content.documents}  # fmt: skip
         vectors = np.ascontiguousarray(content.vectors, dtype=">f4")
         columns = "chunk_no, chunk_id, doc_no, year, jel_codes, record, embedding"
         with cursor.copy(_copy_sql(schema, "chunks", columns)) as copy:
-            copy.write(wire.HEADER)
-            for number, chunk in enumerate(content.chunks):
-                copy.write(wire.row(
-                    wire.int4(number), wire.text(chunk.chunk_id), wire.int4(doc_no[chunk.doc_id]),
-                    wire.int4(years[chunk.doc_id]), wire.text_array(jel[chunk.doc_id]), wire.jsonb(chunk.to_json()),
-                    wire.vector(vectors[number]),
-                ))  # fmt: skip
-            copy.write(wire.TRAILER)
+            wire.send(copy, (wire.row(
+                wire.int4(number), wire.text(chunk.chunk_id), wire.int4(doc_no[chunk.doc_id]),
+                wire.int4(years[chunk.doc_id]), jel[chunk.doc_id], wire.jsonb(vars(chunk)),
+                wire.vector(vectors[number]),
+            ) for number, chunk in enumerate(content.chunks)))  # fmt: skip
         terms, weights = content.bm25.weight_matrix()
         weights = weights.tocsr()
         weights.sort_indices()
         df = np.diff(weights.indptr)
+        maxima = np.maximum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
+        minima = np.minimum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
         with cursor.copy(_copy_sql(schema, "terms", "term_id, term, df, max_weight, min_weight")) as copy:
-            copy.write(wire.HEADER)
-            maxima = np.maximum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
-            minima = np.minimum.reduceat(weights.data, weights.indptr[:-1]) if weights.nnz else np.zeros(0)
-            for term_id, term in enumerate(terms):
-                copy.write(wire.row(wire.int4(term_id), wire.text(term), wire.int4(int(df[term_id])),
-                                    wire.float8(float(maxima[term_id])), wire.float8(float(minima[term_id]))))
-            copy.write(wire.TRAILER)
+            wire.send(copy, (wire.row(wire.int4(term_id), wire.text(term), wire.int4(int(df[term_id])),
+                                      wire.float8(float(maxima[term_id])), wire.float8(float(minima[term_id])))
+                             for term_id, term in enumerate(terms)))  # fmt: skip
         term_ids = np.repeat(np.arange(len(terms), dtype=np.int32), df)
         chunk_nos = weights.indices.astype(np.int32)
         order = np.lexsort((chunk_nos, -weights.data, term_ids))  # the postings_by_weight index's order
         with cursor.copy(_copy_sql(schema, "postings", "term_id, chunk_no, weight")) as copy:
-            copy.write(wire.HEADER)
-            for block in wire.postings_rows(term_ids[order], chunk_nos[order], weights.data[order]):
-                copy.write(block)
-            copy.write(wire.TRAILER)
+            wire.send(copy, wire.postings_rows(term_ids[order], chunk_nos[order], weights.data[order]))
 
 
 def _copy_sql(schema: str, table: str, columns: str) -> sql.Composed:
