@@ -119,6 +119,14 @@ class Bm25Index:
     def __len__(self) -> int:
         return len(self.corpus_tokens)
 
+    def weight_matrix(self) -> tuple[list[str], sparse.csr_matrix]:
+        """(the terms by row, the terms x rows matrix of BM25 weights): what another store of the postings
+        (indexing.postgres) writes, so its sums are get_scores() exactly as here."""
+        terms = [""] * len(self._term_ids)
+        for term, term_id in self._term_ids.items():
+            terms[term_id] = term
+        return terms, self._weights
+
     def save(self, directory: Path) -> Path:
         path = directory / self.FILE_NAME
         payload = {"settings": self.settings.to_json(), "corpus_tokens": self.corpus_tokens}

