@@ -10,16 +10,20 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 import torch
 import uvicorn
@@ -35,6 +39,7 @@ from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
+from indexing.postgres.embedded import EmbeddedPostgres
 from models import Generator
 from models.loading import default_gguf_path
 from models.model import ModelConfig, Transformer
@@ -163,6 +168,43 @@ def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+# A throwaway server: durability off, small buffers.
+POSTGRES_TEST_SETTINGS = {"shared_buffers": "128MB", "maintenance_work_mem": "256MB", "fsync": "off",
+                          "full_page_writes": "off"}
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[EmbeddedPostgres]:
+    """One embedded server for the session (a root-owned 0700 pytest tmp dir would lock out the postgres user,
+    so its data lives in a fresh /tmp directory that others may traverse)."""
+    root = Path(tempfile.mkdtemp(prefix="aer-pg-tests-"))
+    root.chmod(0o711)
+    server = EmbeddedPostgres(root / "data", settings=POSTGRES_TEST_SETTINGS)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def new_database(postgres_server: EmbeddedPostgres) -> Iterator[Callable[[], str]]:
+    """new_database() creates a fresh database (with the vector extension) on the session's server; its DSN.
+    They go with the server's data directory at the end of the session."""
+
+    def create() -> str:
+        name = f"test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION vector")
+        return dsn
+
+    yield create
 
 
 ServiceFactory = Callable[..., Services]

@@ -2,7 +2,7 @@
 the SearchBackend port."""
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,9 @@ from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.dense import DenseIndex, DenseSettings
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
+from indexing.postgres.backend import PostgresBackend
+from indexing.postgres.writer import PostgresWriter
+from indexing.targets import BuildContent
 
 DIMENSION = 64
 
@@ -70,7 +73,24 @@ def encoder() -> HashingEmbedder:
     return HashingEmbedder()
 
 
-@pytest.fixture
-def backend(tiny_index: PublishedIndex) -> SearchBackend:
-    """The tiny index behind the port, as retrieval sees it."""
-    return LocalIndexBackend(tiny_index)
+@pytest.fixture(params=["local", "postgres"])
+def backend(request: pytest.FixtureRequest, tiny_index: PublishedIndex) -> Iterator[SearchBackend]:
+    """The tiny index behind the port, as retrieval sees it: the published directory in memory, or the same
+    build written to a fresh PostgreSQL database (every retrieval test runs on both)."""
+    if request.param == "local":
+        yield LocalIndexBackend(tiny_index)
+        return
+    dsn = request.getfixturevalue("new_database")()
+    content = BuildContent(list(tiny_index.documents.values()), tiny_index.chunks, tiny_index.bm25,
+                           tiny_index.dense.vectors)  # fmt: skip
+    manifest = {
+        **tiny_index.manifest,
+        "build_id": "tiny",
+        "counts": {"documents": len(tiny_index.documents), "chunks": len(tiny_index.chunks)},
+        "bm25": tiny_index.bm25.settings.to_json(),
+    }
+    manifest["embedding"] = {**manifest["embedding"], "dimension": DIMENSION}
+    PostgresWriter(dsn).publish(content, "20260101T000000000000Z-tiny", "tiny", manifest)
+    backend = PostgresBackend(dsn, pool_size=2)
+    yield backend
+    backend.close()

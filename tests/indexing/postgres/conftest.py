@@ -4,22 +4,16 @@ rank-bm25's epsilon floor), years and JEL codes with gaps, unit vectors; plus th
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 
 from corpus.documents import Chunk, Document
 from indexing.bm25 import Bm25Index, Bm25Settings
-from indexing.postgres.embedded import EmbeddedPostgres
 from indexing.postgres.writer import PostgresWriter
 from indexing.targets import BuildContent
 
@@ -27,40 +21,8 @@ DIMENSION = 64
 COMMON = ["effect", "model", "market", "price", "evidence", "policy", "firm", "labor", "wage", "trade"]
 RARE = ["auction", "bank", "credit", "school", "tax", "carbon", "inflation", "voucher", "insurance", "migration",
         "monopsony", "tariff", "lottery", "mortgage", "pension", "rainfall", "union", "patent", "cartel", "bond"]
-TEST_SETTINGS = {"shared_buffers": "128MB", "maintenance_work_mem": "256MB", "fsync": "off", "full_page_writes": "off"}
+
 JEL = ["J31", "J23", "D83", "E52", "G21", "F14", "H23", "Q54", "I21", "O16"]
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[EmbeddedPostgres]:
-    """One embedded server for the session (a root-owned 0700 pytest tmp dir would lock out the postgres user,
-    so its data lives in a fresh /tmp directory that others may traverse)."""
-    root = Path(tempfile.mkdtemp(prefix="aer-pg-tests-"))
-    root.chmod(0o711)
-    server = EmbeddedPostgres(root / "data", settings=TEST_SETTINGS)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def new_database(postgres_server: EmbeddedPostgres) -> Iterator[Callable[[], str]]:
-    """new_database() creates a fresh database (with the vector extension) on the session's server; its DSN.
-    They go with the server's data directory at the end of the session."""
-
-    def create() -> str:
-        name = f"test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {name}")
-        dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            connection.execute("CREATE EXTENSION vector")
-        return dsn
-
-    yield create
 
 
 @pytest.fixture

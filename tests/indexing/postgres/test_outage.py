@@ -13,8 +13,9 @@ from corpus.search_backend import BackendUnavailable
 from indexing.postgres.backend import PostgresBackend
 from indexing.postgres.embedded import EmbeddedPostgres
 from indexing.targets import BuildContent
+from tests.conftest import POSTGRES_TEST_SETTINGS
 
-from .conftest import TEST_SETTINGS, publish_build
+from .conftest import publish_build
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def own_server() -> Iterator[EmbeddedPostgres]:
     """A server of this test's own (it is stopped and started again), on a fixed port across the restart."""
     root = Path(tempfile.mkdtemp(prefix="aer-pg-outage-"))
     root.chmod(0o711)
-    server = EmbeddedPostgres(root / "data", settings=TEST_SETTINGS)
+    server = EmbeddedPostgres(root / "data", settings=POSTGRES_TEST_SETTINGS)
     server.start()
     try:
         yield server
