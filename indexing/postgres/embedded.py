@@ -187,7 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("var/pg"), help="data directory (default: %(default)s)")
     parser.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1 (default: %(default)s)")
     args = parser.parse_args(argv)
-    server = EmbeddedPostgres(args.data, args.port).start()
+    try:
+        server = EmbeddedPostgres(args.data, args.port).start()
+    except EmbeddedPostgresError as error:  # one clear line (the server's log says more), not a traceback
+        print(f"PostgreSQL did not start: {str(error).splitlines()[0]} (see {args.data}.log)", file=sys.stderr)
+        return 1
     print(f"PostgreSQL running: {server.dsn}  (log: {server.log_file}); Ctrl-C stops it.", flush=True)
     stopped = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
