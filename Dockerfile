@@ -60,6 +60,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 #    of the weights, not a second one in site-packages.
 COPY runtime ./runtime
 COPY models ./models
+COPY corpus ./corpus
 COPY indexing ./indexing
 COPY retrieval ./retrieval
 COPY answering ./answering

@@ -46,12 +46,12 @@ fi
 
 cleanup() {
     local status=$?
-    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
-    [ -n "${WHEEL_SERVER:-}" ] && kill "$WHEEL_SERVER" 2>/dev/null || true
-    if [ "$status" -ne 0 ]; then
+    if [ "$status" -ne 0 ]; then  # before `down`, which removes the containers and their logs
         log "FAILED; the last lines of the containers' logs:"
         "${COMPOSE[@]}" logs --tail 40 2>/dev/null || true
     fi
+    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+    [ -n "${WHEEL_SERVER:-}" ] && kill "$WHEEL_SERVER" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
