@@ -59,8 +59,8 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 # 4. The service's code and shipped weights, run from here (python -m puts this folder on the path): one copy
 #    of the weights, not a second one in site-packages.
 COPY runtime ./runtime
-COPY models ./models
 COPY corpus ./corpus
+COPY models ./models
 COPY indexing ./indexing
 COPY retrieval ./retrieval
 COPY answering ./answering

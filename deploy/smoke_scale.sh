@@ -170,7 +170,7 @@ log "PostgreSQL: postgres-replica streaming from the primary, read-only, pgvecto
 
 # --- the APIs, directly and through the proxy -----------------------------------------------------------------
 python3 - "$AER_RAG_PROXY_PORT" "$AER_RAG_API_1_PORT" "$AER_RAG_API_2_PORT" "$OLD_DOC" "$MODE" <<'PY'
-import http.client, json, sys, urllib.error, urllib.request
+import http.client, json, sys, time, urllib.error, urllib.request
 proxy, api_1, api_2, old_doc, mode = sys.argv[1:]
 through = f"http://127.0.0.1:{proxy}"
 
@@ -195,12 +195,15 @@ if mode == "postgres":  # the same documents as the corpus's sample (not yet che
     headers, document = get(f"{through}/v1/documents/{old_doc}")
     assert document, old_doc
 
-# Through the proxy, the answer streams as Server-Sent Events (proxy_buffering off for /v1/ask).
+# Through the proxy, the answer streams as Server-Sent Events, each as the replica writes it (proxy_buffering off
+# for /v1/ask): the passages arrive well before the end of the answer, not together with it.
 stream = post(f"{through}/v1/ask", {"query": "What do these papers find about prices?", "stream": True})
 assert stream.headers["Content-Type"].startswith("text/event-stream"), stream.headers
-events = stream.read().decode()
-names = [line.removeprefix("event: ") for line in events.splitlines() if line.startswith("event: ")]
+arrivals = [(time.monotonic(), line.decode().rstrip("\n")) for line in stream]
+names = [line.removeprefix("event: ") for _, line in arrivals if line.startswith("event: ")]
 assert names[0] == "passages" and names[-1] == "done", names
+first, last = (next(at for at, line in arrivals if line == f"event: {name}") for name in ("passages", "done"))
+assert last - first > 0.2, f"the stream came in one piece ({last - first:.3f} s from passages to done): buffered?"
 
 # The proxy's limits: the app's (64 KiB bodies; 16 KiB a header), refused by nginx before a replica sees them.
 def status(path, body=None, headers=None):
@@ -213,7 +216,7 @@ assert status("/v1/search", b"x" * (64 * 1024 + 1), {"Content-Type": "applicatio
 assert status("/readyz", headers={"X-Padding": "a" * (16 * 1024 + 1)})[0] == 400
 print(f"[smoke-scale] /readyz on both replicas; through the proxy: {len(upstreams)} requests reached "
       f"{sorted(set(upstreams))}; /v1/search {len(results)} results; /v1/ask streamed {names.count('delta')} "
-      "deltas; 413 and 400 from the proxy at the app's limits")
+      f"deltas over {last - first:.1f} s; 413 and 400 from the proxy at the app's limits")
 PY
 
 if [ "$MODE" = stand-in ]; then
