@@ -16,8 +16,8 @@
 #     restart, within SMOKE_VISIBLE_WITHIN_S: a document only in the added rows is found.
 # Until the image's `python -m app` and `python -m indexing` take `--backend postgres`, the APIs cannot read
 # PostgreSQL: then a stand-in runs (the same PostgreSQL and proxy checks, the two replicas serving a local index
-# from the default profile's ingest), and a loud line says what did not run. SMOKE_SCALE_REQUIRE_BACKEND=1 makes
-# that a failure instead.
+# from the default profile's ingest), and a loud line says what did not run. Once this checkout's sources have
+# both flags, an image without them is a failure instead (SMOKE_SCALE_REQUIRE_BACKEND=1 or 0 decides otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -115,8 +115,13 @@ if docker run --rm "$APP_IMAGE" python -m app --help | grep -q -- '--backend' \
     MODE=postgres
 else
     MODE=stand-in
-    if [ "${SMOKE_SCALE_REQUIRE_BACKEND:-0}" = 1 ]; then
-        log "$APP_IMAGE has no --backend postgres, and SMOKE_SCALE_REQUIRE_BACKEND=1"; exit 1
+    if grep -q -- '"--backend"' app/__main__.py && grep -q -- '"--backend"' indexing/cli.py; then
+        require=1  # the sources have it: the image is stale or broken, not early
+    else
+        require=0
+    fi
+    if [ "${SMOKE_SCALE_REQUIRE_BACKEND:-$require}" = 1 ]; then
+        log "$APP_IMAGE has no --backend postgres, though it is required here"; exit 1
     fi
 fi
 log "mode: $MODE"
