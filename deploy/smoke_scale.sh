@@ -11,6 +11,7 @@
 #   - /readyz on each API replica directly; requests through the proxy reach both (its X-Upstream header);
 #     /v1/search through the proxy has results; a streamed /v1/ask comes through the proxy as SSE;
 #     the proxy refuses a body over the app's limit (413) and a header over its limit, without a replica;
+#   - with api-2 stopped, the proxy answers every request from api-1 (passive health, retry on refusal);
 #   - the APIs read from the replica, not the primary;
 #   - an ingest of SMOKE_ADDED_ROWS more rows (`run ingest-pg` again) becomes visible on both replicas, without a
 #     restart, within SMOKE_VISIBLE_WITHIN_S: a document only in the added rows is found.
@@ -65,6 +66,21 @@ quietly() {  # command...: its output only when it fails
 
 sql() {  # service port query: one psql query in that container, as postgres over its socket; rows as a|b
     docker exec "$("${COMPOSE[@]}" ps -q "$1")" psql -X -A -t -q -v ON_ERROR_STOP=1 -U postgres -d aer -p "$2" -c "$3"
+}
+
+failover() {  # with api-2 stopped, every request through the proxy is still answered, by api-1
+    log "stopping api-2: the proxy must answer everything from api-1"
+    quietly "${COMPOSE[@]}" stop api-2
+    python3 - "$AER_RAG_PROXY_PORT" "$AER_RAG_API_1_PORT" <<'PY'
+import json, sys, urllib.request
+proxy, api_1 = sys.argv[1:]
+for _ in range(6):
+    with urllib.request.urlopen(f"http://127.0.0.1:{proxy}/readyz", timeout=30) as response:
+        assert json.load(response)["status"] == "ready"
+        # X-Upstream lists every replica tried: api-2's refused connection, then api-1's answer
+        assert response.headers["X-Upstream"].rsplit(":", 1)[1] == api_1, response.headers["X-Upstream"]
+print("[smoke-scale] api-2 stopped: 6 of 6 requests through the proxy answered by api-1")
+PY
 }
 
 sample() {  # rows: the corpus's header and its first `rows` rows, as the corpus the containers read
@@ -225,6 +241,7 @@ print(f"[smoke-scale] /readyz on both replicas; through the proxy: {len(upstream
 PY
 
 if [ "$MODE" = stand-in ]; then
+    failover
     echo "$LOUD: $APP_IMAGE has no '--backend postgres' yet, so the API replicas served a local index; not run:" \
         "ingest-pg, the APIs reading the replica, a re-ingest seen by both replicas without a restart."
     log "passed (stand-in)"
@@ -263,4 +280,5 @@ assert not waiting, f"{new_doc} not found on 127.0.0.1:{sorted(waiting)} {within
 print(f"[smoke-scale] the added rows' {new_doc} found on both replicas {time.monotonic() - start:.0f} s after the ingest")
 PY
 [ "$(started)" = "$before" ] || { log "an API replica restarted during the re-ingest"; exit 1; }
+failover
 log "passed"
