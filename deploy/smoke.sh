@@ -9,7 +9,10 @@
 # 3. Serves the machine's CPU torch wheel (find / -name 'torch-2.13.0+cpu*.whl') on loopback to the build, and
 #    passes the machine's extra CA certificates (a TLS-intercepting proxy in front of PyPI) to pip.
 # 4. `up`s the ingest job on a sample of the corpus, then the API, through docker-compose.yml with the host
-#    network override; waits for healthy; checks /readyz, /v1/search and a streamed /v1/ask; `down -v` on exit.
+#    network override; waits for healthy; checks /readyz, /v1/search and a streamed /v1/ask; `down -v`.
+# 5. Runs deploy/smoke_scale.sh (unless SMOKE_SCALE=0): the `scale` profile (PostgreSQL primary and replica, two API replicas, nginx)
+#    with the same app image, its PostgreSQL and nginx images built from a Debian trixie base (debian:trixie-slim
+#    when it can be pulled, else made with debootstrap like the bookworm one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,12 +49,12 @@ fi
 
 cleanup() {
     local status=$?
-    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
-    [ -n "${WHEEL_SERVER:-}" ] && kill "$WHEEL_SERVER" 2>/dev/null || true
-    if [ "$status" -ne 0 ]; then
+    if [ "$status" -ne 0 ]; then  # before `down`, which removes the containers and their logs
         log "FAILED; the last lines of the containers' logs:"
         "${COMPOSE[@]}" logs --tail 40 2>/dev/null || true
     fi
+    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+    [ -n "${WHEEL_SERVER:-}" ] && kill "$WHEEL_SERVER" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -70,6 +73,30 @@ else
     fi
 fi
 log "base image: $AER_RAG_BASE_IMAGE"
+
+# The scale profile's PostgreSQL 17 + pgvector and nginx come from Debian 13 (trixie)'s archive.
+if docker pull -q debian:trixie-slim >/dev/null 2>&1; then
+    export AER_RAG_TRIXIE_IMAGE=debian:trixie-slim
+else
+    export AER_RAG_TRIXIE_IMAGE=aer-rag-base:trixie
+    if ! docker image inspect "$AER_RAG_TRIXIE_IMAGE" >/dev/null 2>&1; then
+        install_if_missing debootstrap debootstrap
+        [ -e /usr/share/debootstrap/scripts/trixie ] \
+            || { log "this debootstrap does not know trixie (bookworm's 1.0.128 does): upgrade it"; exit 1; }
+        # trixie's Release files are signed with keys bookworm's keyring has from 2023.3+deb12u1 on.
+        keyring=$(dpkg-query -W -f '${Version}' debian-archive-keyring 2>/dev/null || echo 0)
+        if ! dpkg --compare-versions "$keyring" ge 2023.3+deb12u1; then
+            log "updating debian-archive-keyring ($keyring) for trixie's signing keys"
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debian-archive-keyring >/dev/null
+        fi
+        log "debian:trixie-slim cannot be pulled: making $AER_RAG_TRIXIE_IMAGE with debootstrap"
+        debootstrap --variant=minbase --include=ca-certificates trixie "$WORK/trixie" http://deb.debian.org/debian \
+            >/dev/null
+        rm -rf "$WORK/trixie/var/cache/apt/archives/"*.deb "$WORK/trixie/var/lib/apt/lists/"*  # the images update
+        tar -C "$WORK/trixie" -c . | docker import - "$AER_RAG_TRIXIE_IMAGE" >/dev/null
+    fi
+fi
+log "trixie image: $AER_RAG_TRIXIE_IMAGE"
 
 # --- 3. torch wheel and CA certificates for the build ----------------------------------------------------
 WHEEL=$(find / -xdev -name 'torch-2.13.0+cpu*.whl' 2>/dev/null | head -n 1 || true)
@@ -133,3 +160,11 @@ print(f"[smoke] /readyz: {ready['chunks']} chunks; /v1/search: {len(results)} re
       f"/v1/ask streamed {names.count('delta')} deltas, coverage {done['coverage']}")
 PY
 log "passed"
+
+# --- 5. the scale profile, with the same app image ------------------------------------------------------------
+"${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1  # its memory back before the next six services start
+if [ "${SMOKE_SCALE:-1}" = 1 ]; then
+    SMOKE_SAMPLE_ROWS=$SAMPLE_ROWS SMOKE_CORPUS=$CORPUS deploy/smoke_scale.sh
+else
+    log "SMOKE_SCALE=0: the scale profile's smoke test (deploy/smoke_scale.sh) skipped"
+fi

@@ -136,3 +136,168 @@ def test_compose_turns_the_rate_limit_on_for_both_api_services(compose: dict) ->
         assert environment["AER_RAG_RATE_LIMIT__ENABLED"] == "${AER_RAG_RATE_LIMIT__ENABLED:-true}"
         assert environment["AER_RAG_API_KEY"] == "${AER_RAG_API_KEY:-}"
     assert compose["services"]["api-gpu"]["environment"]["AER_RAG_DEVICE"] == "cuda"
+
+
+# --- the `scale` profile: PostgreSQL primary + replica, ingest-pg, api-1/api-2, nginx ------------------------------
+
+SCALE_SERVICES = ("postgres", "postgres-replica", "ingest-pg", "api-1", "api-2", "proxy")
+NGINX_CONF = ROOT / "deploy" / "nginx" / "nginx.conf"
+
+
+@pytest.fixture(scope="session")
+def host() -> dict:
+    return yaml.safe_load((ROOT / "deploy" / "docker-compose.host.yml").read_text())["services"]
+
+
+def _dsn(value: str) -> tuple[str, str]:
+    """The host and port of a compose DSN: postgresql://user:password@host:port/db, port an ${…} expression."""
+    password, port = r"\$\{AER_RAG_PG_PASSWORD:-[^}]*\}", r"\$\{[A-Z_0-9]+:-\d+\}"
+    match = re.fullmatch(rf"postgresql://aer:{password}@([\w.-]+):({port})/aer", value)
+    assert match, value
+    return match[1], match[2]
+
+
+def _ingest_dsn(command: list[str]) -> str:
+    assert command[:3] == ["python", "-m", "indexing"] and command[command.index("--backend") + 1] == "postgres"
+    return command[command.index("--dsn") + 1]
+
+
+def test_the_scale_profile_has_its_services_and_the_default_profile_only_ingest_and_api(compose: dict) -> None:
+    services = compose["services"]
+    for name in SCALE_SERVICES:
+        assert services[name]["profiles"] == ["scale"], name
+    # `docker compose up` (no profile) starts exactly what it started before the scale profile existed.
+    assert sorted(name for name, service in services.items() if "profiles" not in service) == ["api", "ingest"]
+    assert {services[name]["image"] for name in ("api-1", "api-2", "ingest-pg")} == {"aer-rag:latest"}
+    assert {"pg-primary", "pg-replica"} <= set(compose["volumes"])
+
+
+def test_the_replicas_read_the_replica_and_the_ingest_writes_the_primary(compose: dict, host: dict) -> None:
+    services = compose["services"]
+    primary_port = services["postgres"]["environment"]["POSTGRES_PORT"]
+    replica_port = services["postgres-replica"]["environment"]["POSTGRES_PORT"]
+    assert primary_port != replica_port
+    replica = services["postgres-replica"]["environment"]
+    assert replica["POSTGRES_ROLE"] == "replica"
+    assert (replica["POSTGRES_PRIMARY_HOST"], replica["POSTGRES_PRIMARY_PORT"]) == ("postgres", primary_port)
+    assert replica["POSTGRES_PASSWORD"] == services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert services["postgres-replica"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert _dsn(_ingest_dsn(services["ingest-pg"]["command"])) == ("postgres", primary_port)
+    assert _dsn(_ingest_dsn(host["ingest-pg"]["command"])) == ("127.0.0.1", primary_port)
+    for name in ("api-1", "api-2"):
+        environment = services[name]["environment"]
+        assert environment["AER_RAG_BACKEND__KIND"] == "postgres"
+        assert _dsn(environment["AER_RAG_BACKEND__DSN"]) == ("postgres-replica", replica_port)
+        assert _dsn(host[name]["environment"]["AER_RAG_BACKEND__DSN"]) == ("127.0.0.1", replica_port)
+        assert services[name]["depends_on"]["ingest-pg"]["condition"] == "service_completed_successfully"
+        assert "/readyz" in " ".join(services[name]["healthcheck"]["test"])
+        assert environment["AER_RAG_RATE_LIMIT__ENABLED"] == "${AER_RAG_RATE_LIMIT__ENABLED:-true}"
+        assert host[name]["environment"]["AER_RAG_HOST"] == "127.0.0.1"  # on the host's network: loopback only
+    assert host["postgres"]["environment"]["POSTGRES_LISTEN_ADDRESSES"] == "127.0.0.1"
+    assert host["postgres-replica"]["environment"]["POSTGRES_PRIMARY_HOST"] == "127.0.0.1"
+
+
+def test_the_proxy_balances_both_replicas_after_they_are_healthy(compose: dict, host: dict) -> None:
+    services = compose["services"]
+    ports = [services[name]["environment"]["AER_RAG_PORT"] for name in ("api-1", "api-2")]
+    assert ports[0] != ports[1]
+    assert services["proxy"]["environment"]["NGINX_UPSTREAMS"].split() == [f"api-1:{ports[0]}", f"api-2:{ports[1]}"]
+    assert host["proxy"]["environment"]["NGINX_UPSTREAMS"].split() == [f"127.0.0.1:{port}" for port in ports]
+    assert host["proxy"]["environment"]["NGINX_LISTEN"].startswith("127.0.0.1:")
+    assert all(services["proxy"]["depends_on"][name]["condition"] == "service_healthy" for name in ("api-1", "api-2"))
+    override = yaml.safe_load((ROOT / "docker-compose.override.yml").read_text())["services"]
+    (published,) = override["proxy"]["ports"]
+    assert published.startswith("${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}:")
+    assert not any("ports" in override.get(name, {}) for name in SCALE_SERVICES if name != "proxy")
+
+
+def test_scale_ports_are_distinct_and_clear_of_the_default_profiles(compose: dict) -> None:
+    services = compose["services"]
+    expressions = [
+        services["postgres"]["environment"]["POSTGRES_PORT"],
+        services["postgres-replica"]["environment"]["POSTGRES_PORT"],
+        services["api-1"]["environment"]["AER_RAG_PORT"],
+        services["api-2"]["environment"]["AER_RAG_PORT"],
+        services["proxy"]["environment"]["NGINX_LISTEN"],
+    ]
+    defaults = [int(re.fullmatch(r"\$\{(AER_RAG_[A-Z_0-9]+):-(\d+)\}", value)[2]) for value in expressions]
+    assert len(set(defaults)) == len(defaults) and not {8000, 8001} & set(defaults)
+    assert len({re.match(r"\$\{(\w+)", value)[1] for value in expressions}) == len(expressions)  # each its own variable
+
+
+def _nginx_directives(text: str) -> list[tuple[str, list[str]]]:
+    """(name, arguments) of every simple directive, comments removed, in order."""
+    text = re.sub(r"#[^\n]*", "", text)
+    return [(words[0], words[1:]) for statement in re.split(r"[;{}]", text) if (words := statement.split())]
+
+
+def _size(value: str) -> int:
+    return int(value[:-1]) * {"k": 1024, "m": 1024 * 1024}[value[-1].lower()] if value[-1].isalpha() else int(value)
+
+
+def _seconds(value: str) -> float:
+    assert value.endswith("s"), value
+    return float(value[:-1])
+
+
+def test_the_proxy_enforces_the_apps_own_client_limits() -> None:
+    from app.config import GenerationQueueSettings, Settings
+    from app.limits import ConnectionSettings
+
+    directives = dict(_nginx_directives(NGINX_CONF.read_text()))  # the last of each name (the http level's first)
+    all_of = _nginx_directives(NGINX_CONF.read_text())
+    limits = ConnectionSettings()
+    assert _size(directives["client_max_body_size"][0]) == Settings.model_fields["max_body_bytes"].default
+    assert _size(directives["client_body_buffer_size"][0]) >= _size(directives["client_max_body_size"][0])
+    count, size = directives["large_client_header_buffers"]
+    assert _size(size) == limits.max_header_bytes and int(count) >= 2
+    assert _seconds(directives["client_header_timeout"][0]) == limits.header_timeout_s
+    assert _seconds(directives["client_body_timeout"][0]) == limits.body_timeout_s
+    assert "send_timeout" in directives
+    # Idle connections to a replica end before the app's keep-alive closes them (no request on a closing one).
+    keepalives = [_seconds(arguments[0]) for name, arguments in all_of if name == "keepalive_timeout"]
+    assert min(keepalives) < limits.keep_alive_s
+    # Answers: unbuffered (SSE), and allowed the app's whole generation timeout.
+    text = NGINX_CONF.read_text()
+    ask = re.search(r"location ~ \^/v1/\(ask\|chat/completions\)\$ \{(.*?)\}", text, re.DOTALL)
+    assert ask, "no location for /v1/ask"
+    ask_directives = dict(_nginx_directives(ask[1]))
+    assert ask_directives["proxy_buffering"] == ["off"]
+    assert _seconds(ask_directives["proxy_read_timeout"][0]) > GenerationQueueSettings().timeout_s
+    # Balancing with passive health, shared by the workers; the replica's address in a response header.
+    upstream = re.search(r"upstream aer_rag_api \{(.*?)\}", text, re.DOTALL)[1]
+    assert {"least_conn", "zone", "include", "keepalive"} <= {name for name, _ in _nginx_directives(upstream)}
+    assert "max_fails=" in (ROOT / "deploy" / "nginx" / "entrypoint.sh").read_text()
+    headers = [arguments for name, arguments in all_of if name in ("add_header", "proxy_set_header")]
+    assert ["X-Upstream", "$upstream_addr", "always"] in headers and ["X-Forwarded-For", "$remote_addr"] in headers
+
+
+def test_the_scale_images_build_from_trixie_and_run_without_root() -> None:
+    postgres = (ROOT / "deploy" / "postgres" / "Dockerfile").read_text()
+    nginx = (ROOT / "deploy" / "nginx" / "Dockerfile").read_text()
+    for dockerfile in (postgres, nginx):
+        assert "ARG BASE_IMAGE=debian:trixie-slim" in dockerfile and "FROM ${BASE_IMAGE}" in dockerfile
+    assert "postgresql-17 postgresql-17-pgvector" in postgres and "USER postgres" in postgres
+    assert "USER www-data" in nginx
+    entrypoint = (ROOT / "deploy" / "postgres" / "entrypoint.sh").read_text()
+    assert "CREATE EXTENSION vector" in entrypoint and "pg_basebackup" in entrypoint and " -R " in entrypoint
+    for script in ("deploy/postgres/entrypoint.sh", "deploy/nginx/entrypoint.sh", "deploy/smoke_scale.sh"):
+        assert (ROOT / script).stat().st_mode & 0o111, f"{script} is not executable (COPY keeps the mode)"
+
+
+def test_the_image_copies_every_package_the_service_runs_from() -> None:
+    packages = sorted(path.parent.name for path in ROOT.glob("*/__init__.py"))
+    served = [name for name in packages if name not in {"tests", "training", "benchmarks"}]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    for name in served:
+        assert f"COPY {name} ./{name}" in dockerfile and f"!{name}/" in ignored, name
+
+
+def test_the_scale_smoke_runs_the_profile_and_checks_replication_balancing_and_a_reingest() -> None:
+    assert "deploy/smoke_scale.sh" in (ROOT / "deploy" / "smoke.sh").read_text()
+    script = (ROOT / "deploy" / "smoke_scale.sh").read_text()
+    assert "--profile scale" in script and "deploy/docker-compose.host.yml" in script and "down -v" in script
+    checks = ["pg_stat_replication", "pg_is_in_recovery", "X-Upstream", "/readyz", "/v1/search", "/v1/ask"]
+    for check in [*checks, "run --rm --no-deps ingest-pg", "/v1/documents/"]:
+        assert check in script, check
