@@ -17,7 +17,7 @@ from indexing.publish import PublishError
 DEFAULT_CORPUS = Path("../shared/data/aer_abstracts.csv")
 DEFAULT_OUT = Path("var/index")
 DEFAULT_PG_CACHE = Path("var/pg-embedding-cache")
-DSN_VARIABLE = "AER_RAG_PG_DSN"
+DSN_VARIABLE = "AER_RAG_BACKEND__DSN"  # the same variable the service reads
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
