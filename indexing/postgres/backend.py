@@ -28,7 +28,7 @@ from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import BackendInfo, BackendUnavailable, ScoredChunk, StoredChunk
 from indexing.bm25 import Bm25Settings, Bm25Tokenizer
-from indexing.postgres.keyword import KeywordSettings, KeywordStats, QueryTerm, top_chunks
+from indexing.postgres.keyword import KeywordSettings, KeywordStats, PostingCache, QueryTerm, top_chunks
 from indexing.postgres.pool import ConnectionPool, PoolExhausted
 from indexing.postgres.schema import POINTER_SCHEMA
 from indexing.postgres.writer import safe_dsn
@@ -54,6 +54,7 @@ class PostgresBackend:
         self.exact_vector_below = exact_vector_below
         self.ef_search = ef_search
         self.keyword_settings = keyword or KeywordSettings()
+        self._postings = PostingCache(self.keyword_settings.cache_bytes)
         self.last_keyword_stats = KeywordStats()  # the last keyword search's method (tests, benchmarks)
         self._pool = ConnectionPool(dsn, max_size=pool_size, timeout=timeout)
         self._builds: dict[str, _Build] = {}
@@ -90,7 +91,8 @@ class PostgresBackend:
                      for term, term_id, df, max_weight, min_weight in sorted(rows)]  # fmt: skip
             where, params = _filter_sql(filters)
             stats = KeywordStats()
-            found = top_chunks(connection, build.schema, terms, top_n, where, params, self.keyword_settings, stats)
+            found = top_chunks(connection, build.schema, build.info.chunks, terms, top_n, where, params,
+                               self.keyword_settings, self._postings, stats)  # fmt: skip
             self.last_keyword_stats = stats
             return self._scored(connection, build, found)
 
