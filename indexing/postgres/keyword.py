@@ -3,12 +3,14 @@
 A query's score for a chunk is sum over its distinct terms of count x weight (the stored weight is the chunk's
 BM25 summand for the term, so this is rank-bm25's get_scores()). Three ways to the top n, all exact:
 
-* arrays (the default without filters): every posting of every query term summed per chunk in numpy, the long
-  lists (common words, df >= cache_min_df) kept in this process's memory per build (builds never change), the
-  short ones read per query with one binary COPY. A query of common words over 1M chunks sums a few million
-  cached postings in milliseconds, where SQL aggregation or reading lists in weight order takes a second.
-* full aggregation in SQL: every posting of every query term, summed per chunk by the database (the default
-  with filters, which are a join to chunks).
+* arrays (the default): every posting of every query term summed per chunk in numpy, the long lists (common
+  words, df >= cache_min_df) kept in this process's memory per build (builds never change), the short ones
+  read per query with one binary COPY. A query of common words over 1M chunks sums a few million cached
+  postings in milliseconds, where SQL aggregation or reading lists in weight order takes a second. With a
+  filter, the best chunks are checked against it in SQL, best first, in growing batches (a very selective
+  filter hands over to SQL aggregation).
+* full aggregation in SQL: every posting of every query term, summed per chunk by the database, filters as a
+  join to chunks.
 * the threshold algorithm (Fagin et al.'s no-random-access variant, NRA, with exact scoring at the end): read
   each term's postings best first (the postings_by_weight index) in growing prefixes. Every chunk not read yet
   scores at most T = sum of count x (the last weight read from each list), since lists are sorted and weights
@@ -39,9 +41,11 @@ from indexing.postgres import copy_binary as wire
 
 @dataclass(frozen=True)
 class KeywordSettings:
-    strategy: str = "auto"  # "auto" (arrays, SQL aggregation with filters) | "arrays" | "sql" | "threshold"
+    strategy: str = "auto"  # "auto" (= "arrays") | "arrays" | "sql" | "threshold"
     cache_min_df: int = 5_000  # posting lists at least this long are kept in memory (arrays strategy)
     cache_bytes: int = 512 << 20  # at most this much memory for them (least recently used lists go first)
+    filter_batch: int = 256  # arrays with a filter: best chunks checked in the first batch (8 x top_n at least)
+    max_filter_checks: int = 200_000  # arrays with a filter: best chunks checked before SQL aggregation takes over
     full_aggregation_below: int = 20_000  # threshold strategy: total postings under which it just sums them all
     first_prefix: int = 64  # postings read per term in the first round (at least 2 x top_n)
     growth: int = 2  # each round reads this many times more per term
@@ -74,14 +78,15 @@ def top_chunks(connection: psycopg.Connection[Any], schema: str, chunk_count: in
     filter) restricts the corpus first, with `params` its values."""
     if top_n <= 0 or not terms:
         return []
-    strategy = settings.strategy
-    if strategy == "auto":
-        strategy = "arrays" if where is None else "sql"
-    if strategy == "arrays" and where is None:
+    strategy = "arrays" if settings.strategy == "auto" else settings.strategy
+    if strategy == "arrays":
         stats.method = "arrays"
-        return array_aggregation(connection, schema, chunk_count, terms, top_n, settings, cache)
+        found = array_aggregation(connection, schema, chunk_count, terms, top_n, where, params, settings, cache)
+        if found is not None:
+            return found
+        stats.method = "arrays->full"
     if strategy != "threshold":
-        stats.method = "full"
+        stats.method = "arrays->full" if strategy == "arrays" else "full"
         return full_aggregation(connection, schema, terms, top_n, where, params)
     total = sum(term.df for term in terms)
     if total <= settings.full_aggregation_below or any(term.min_weight < 0 for term in terms):
@@ -126,8 +131,10 @@ class PostingCache:
 
 
 def array_aggregation(connection: psycopg.Connection[Any], schema: str, chunk_count: int, terms: list[QueryTerm],
-                      top_n: int, settings: KeywordSettings, cache: PostingCache
-                      ) -> list[tuple[int, float]]:  # fmt: skip
+                      top_n: int, where: sql.Composable | None, params: list[Any], settings: KeywordSettings,
+                      cache: PostingCache) -> list[tuple[int, float]] | None:  # fmt: skip
+    """Sum the lists in numpy. With a filter, the best chunks are checked against it in SQL, best first, in
+    growing batches until top_n pass; None when more than settings.max_filter_checks would be checked."""
     lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     missing = []
     for term in terms:
@@ -154,11 +161,33 @@ def array_aggregation(connection: psycopg.Connection[Any], schema: str, chunk_co
     for term in terms:  # in term order, as the SQL ways; chunks are unique within a list
         chunks, weights = lists[term.term_id]
         scores[chunks] += term.count * weights
-    candidates = np.flatnonzero(scores > 0)
-    if len(candidates) > top_n:
-        kth = np.partition(scores[candidates], len(candidates) - top_n)[len(candidates) - top_n]
+    positive = np.flatnonzero(scores > 0)
+    if where is None:
+        return _ranked(*_best(positive, scores, top_n), top_n)
+    passing: list[tuple[int, float]] = []
+    checked, depth = 0, max(8 * top_n, settings.filter_batch)
+    check = sql.SQL("SELECT chunk_no FROM {}.chunks c WHERE c.chunk_no = ANY(%s::int4[]) AND {}").format(
+        sql.Identifier(schema), where)
+    while True:
+        chunks, best = _best(positive, scores, depth)
+        order = np.lexsort((chunks, -best))
+        batch = chunks[order[checked:]]
+        allowed = {row[0] for row in connection.execute(check, [batch.tolist(), *params])}
+        passing += [(int(chunk), float(scores[chunk])) for chunk in batch if int(chunk) in allowed]
+        checked = len(chunks)
+        if len(passing) >= top_n or checked == len(positive):
+            return passing[:top_n]
+        if checked >= settings.max_filter_checks:
+            return None
+        depth *= 8
+
+
+def _best(candidates: np.ndarray, scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates with the `count` best scores, and every candidate tied with the last of them."""
+    if len(candidates) > count:
+        kth = np.partition(scores[candidates], len(candidates) - count)[len(candidates) - count]
         candidates = candidates[scores[candidates] >= kth]
-    return _ranked(candidates, scores[candidates], top_n)
+    return candidates, scores[candidates]
 
 
 def full_aggregation(connection: psycopg.Connection[Any], schema: str, terms: list[QueryTerm], top_n: int,

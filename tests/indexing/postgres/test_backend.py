@@ -97,7 +97,7 @@ def test_every_keyword_strategy_gives_the_same_exact_top_n(strategies: dict[str,
                                                             reference: Reference, query: str,
                                                             filters: SearchFilters | None) -> None:  # fmt: skip
     """The threshold algorithm, SQL aggregation and numpy over (cached) posting arrays: the same ids and scores."""
-    methods = {"threshold": "threshold", "sql": "full", "arrays": "full" if filters else "arrays"}
+    methods = {"threshold": "threshold", "sql": "full", "arrays": "arrays"}
     for top_n in (1, 5, 20):
         expected = reference.keyword(query, top_n, filters)
         for name, backend in strategies.items():
@@ -106,11 +106,15 @@ def test_every_keyword_strategy_gives_the_same_exact_top_n(strategies: dict[str,
                 assert backend.last_keyword_stats.method == methods[name]
 
 
-def test_the_default_sums_cached_arrays_without_filters_and_sql_with_them(backend: PostgresBackend) -> None:
-    backend.keyword_search("market", 5)
-    assert backend.last_keyword_stats.method == "arrays"
-    backend.keyword_search("market", 5, SearchFilters(year_min=2000))
-    assert backend.last_keyword_stats.method == "full"
+def test_a_very_selective_filter_hands_the_arrays_over_to_sql(published_dsn: str, reference: Reference) -> None:
+    capped = PostgresBackend(published_dsn, keyword=KeywordSettings(filter_batch=8, max_filter_checks=1))
+    try:
+        rare = SearchFilters(jel_prefix="z1")
+        query = "effect model market price evidence policy firm"
+        assert_same(pairs(capped.keyword_search(query, 5, rare)), reference.keyword(query, 5, rare))
+        assert capped.last_keyword_stats.method == "arrays->full"
+    finally:
+        capped.close()
 
 
 def test_the_threshold_algorithm_stops_early_on_common_words(published_dsn: str, backend: PostgresBackend,
