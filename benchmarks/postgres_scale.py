@@ -252,13 +252,17 @@ def run_size(dsn: str, size: int, real: RealStatistics, seed: int) -> dict[str, 
     started = time.perf_counter()
     result = writer.publish(content, build_id, f"bench-{size}", manifest)
     publish_s = time.perf_counter() - started
-    backend = PostgresBackend(dsn)
+    backend = PostgresBackend(dsn, prewarm=False)  # first pass with an empty posting-list cache
     rng = np.random.default_rng(seed + 1)
     query_sets = queries(real, rng)
     count = sum(len(texts) for texts in query_sets.values())
     query_vectors = mixed_vectors(real.vectors, count, rng)
     latency = measure_queries(backend, query_sets, query_vectors)
     backend.close()
+    fresh = PostgresBackend(dsn, prewarm=False)
+    warm_s, lists = timed_ms(fresh.warm)
+    fresh.close()
+    latency["prewarm"] = {"lists": lists, "seconds": round(warm_s / 1000, 1)}  # what a backend does per new build
     postings = content.bm25.weight_matrix()[1].nnz
     return {
         "chunks": size,

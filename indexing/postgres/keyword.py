@@ -144,16 +144,7 @@ def array_aggregation(connection: psycopg.Connection[Any], schema: str, chunk_co
         else:
             lists[term.term_id] = found
     if missing:
-        statement = sql.SQL(
-            "COPY (SELECT term_id, chunk_no, weight FROM {}.postings WHERE term_id = ANY({}::int4[]) "
-            "ORDER BY term_id, chunk_no) TO STDOUT (FORMAT BINARY)"
-        ).format(sql.Identifier(schema), sql.Literal(missing))
-        rows = _copy_rows(connection, statement, [])
-        missing.sort()
-        bounds = np.searchsorted(rows["i"], [*missing, np.iinfo(np.int64).max])
-        for number, term_id in enumerate(missing):
-            part = rows[bounds[number]:bounds[number + 1]]
-            chunks, weights = part["chunk"].astype(np.int32), part["weight"].copy()
+        for term_id, (chunks, weights) in read_lists(connection, schema, missing).items():
             lists[term_id] = (chunks, weights)
             if len(chunks) >= settings.cache_min_df:
                 cache.put(schema, term_id, chunks, weights)
@@ -180,6 +171,37 @@ def array_aggregation(connection: psycopg.Connection[Any], schema: str, chunk_co
         if checked >= settings.max_filter_checks:
             return None
         depth *= 8
+
+
+def read_lists(connection: psycopg.Connection[Any], schema: str, term_ids: list[int]
+               ) -> dict[int, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+    """The posting lists of these terms, (chunk_nos int32, weights float64) by chunk_no, in one binary COPY."""
+    term_ids = sorted(term_ids)
+    statement = sql.SQL(
+        "COPY (SELECT term_id, chunk_no, weight FROM {}.postings WHERE term_id = ANY({}::int4[]) "
+        "ORDER BY term_id, chunk_no) TO STDOUT (FORMAT BINARY)"
+    ).format(sql.Identifier(schema), sql.Literal(term_ids))
+    rows = _copy_rows(connection, statement, [])
+    bounds = np.searchsorted(rows["i"], [*term_ids, np.iinfo(np.int64).max])
+    return {term_id: (rows["chunk"][bounds[n]:bounds[n + 1]].astype(np.int32), rows["weight"][bounds[n]:bounds[n + 1]])
+            for n, term_id in enumerate(term_ids)}  # fmt: skip
+
+
+def warm(connection: psycopg.Connection[Any], schema: str, settings: KeywordSettings, cache: PostingCache) -> int:
+    """Read the longest posting lists into the cache, up to half its budget; how many lists were read."""
+    rows = connection.execute(
+        sql.SQL("SELECT term_id, df FROM {}.terms WHERE df >= %s ORDER BY df DESC, term_id").format(
+            sql.Identifier(schema)), [settings.cache_min_df]).fetchall()  # fmt: skip
+    chosen, total = [], 0
+    for term_id, df in rows:
+        total += df * 12  # int32 chunk_no + float64 weight
+        if total > settings.cache_bytes // 2:
+            break
+        chosen.append(term_id)
+    for start in range(0, len(chosen), 16):
+        for term_id, (chunks, weights) in read_lists(connection, schema, chosen[start:start + 16]).items():
+            cache.put(schema, term_id, chunks, weights)
+    return len(chosen)
 
 
 def _best(candidates: np.ndarray, scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:

@@ -141,6 +141,17 @@ def test_the_threshold_algorithm_falls_back_to_full_aggregation_past_its_budget(
         capped.close()
 
 
+def test_warming_reads_the_longest_lists_into_memory(published_dsn: str, content: BuildContent,
+                                                    reference: Reference) -> None:  # fmt: skip
+    backend = PostgresBackend(published_dsn, keyword=KeywordSettings(cache_min_df=100), prewarm=False)
+    try:
+        long_lists = sum(1 for row in content.bm25.weight_matrix()[1] if row.nnz >= 100)
+        assert backend.warm() == long_lists > 0
+        assert_same(pairs(backend.keyword_search("effect of policy", 10)), reference.keyword("effect of policy", 10))
+    finally:
+        backend.close()
+
+
 def test_keyword_search_without_a_known_word_finds_nothing(backend: PostgresBackend) -> None:
     assert backend.keyword_search("the of and", 5) == [] and backend.keyword_search("zzzqqq", 5) == []
     assert backend.keyword_search("market", 0) == []
