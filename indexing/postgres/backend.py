@@ -13,6 +13,7 @@ Any database error is raised as BackendUnavailable; the pool reconnects on the n
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -28,12 +29,13 @@ from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import BackendInfo, BackendUnavailable, ScoredChunk, StoredChunk
 from indexing.bm25 import Bm25Settings, Bm25Tokenizer
-from indexing.postgres.keyword import KeywordSettings, KeywordStats, QueryTerm, top_chunks
+from indexing.postgres.keyword import KeywordSettings, KeywordStats, PostingCache, QueryTerm, top_chunks, warm
 from indexing.postgres.pool import ConnectionPool, PoolExhausted
 from indexing.postgres.schema import POINTER_SCHEMA
 from indexing.postgres.writer import safe_dsn
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 HNSW_MAX_EF_SEARCH = 1000  # pgvector's limit
 
 
@@ -49,15 +51,18 @@ class PostgresBackend:
     """Implements corpus.search_backend.SearchBackend over the build aer_rag.current_build points to."""
 
     def __init__(self, dsn: str, pool_size: int = 8, timeout: float = 10.0, exact_vector_below: int = 10_000,
-                 ef_search: int = 100, keyword: KeywordSettings | None = None) -> None:  # fmt: skip
+                 ef_search: int = 100, keyword: KeywordSettings | None = None, prewarm: bool = True
+                 ) -> None:  # fmt: skip
         self.dsn = dsn
         self.exact_vector_below = exact_vector_below
         self.ef_search = ef_search
         self.keyword_settings = keyword or KeywordSettings()
+        self._postings = PostingCache(self.keyword_settings.cache_bytes)
         self.last_keyword_stats = KeywordStats()  # the last keyword search's method (tests, benchmarks)
         self._pool = ConnectionPool(dsn, max_size=pool_size, timeout=timeout)
         self._builds: dict[str, _Build] = {}
         self._builds_lock = threading.Lock()
+        self.prewarm = prewarm
         self.info_ttl_s = 1.0
         self._info_cache: tuple[float, BackendInfo] | None = None
 
@@ -71,6 +76,13 @@ class PostgresBackend:
         info = self._call(lambda connection, build: build.info)
         self._info_cache = (time.monotonic(), info)
         return info
+
+    def warm(self) -> int:
+        """Read the live build's longest posting lists (common words) into memory, up to half the cache budget,
+        so the first queries after a new build do not read them; how many lists. Run in the background when a
+        backend first sees a build (prewarm=True)."""
+        return self._call(lambda connection, build: warm(connection, build.schema, self.keyword_settings,
+                                                         self._postings))  # fmt: skip
 
     def check(self) -> None:
         self._call(lambda connection, build: None)
@@ -90,7 +102,8 @@ class PostgresBackend:
                      for term, term_id, df, max_weight, min_weight in sorted(rows)]  # fmt: skip
             where, params = _filter_sql(filters)
             stats = KeywordStats()
-            found = top_chunks(connection, build.schema, terms, top_n, where, params, self.keyword_settings, stats)
+            found = top_chunks(connection, build.schema, build.info.chunks, terms, top_n, where, params,
+                               self.keyword_settings, self._postings, stats)  # fmt: skip
             self.last_keyword_stats = stats
             return self._scored(connection, build, found)
 
@@ -232,8 +245,18 @@ class PostgresBackend:
         ).fetchone()[0]
         build = _Build(build_id, schema, _info(manifest), Bm25Tokenizer(_bm25_settings(manifest)))
         with self._builds_lock:
+            if build_id in self._builds:  # another thread got here first
+                return self._builds[build_id]
             self._builds = {build_id: build}  # only the live build is kept
+        if self.prewarm:
+            threading.Thread(target=self._warm_quietly, name="postgres-prewarm", daemon=True).start()
         return build
+
+    def _warm_quietly(self) -> None:
+        try:
+            log.info("posting lists read into memory: %d", self.warm())
+        except Exception as error:  # a background nicety: the next query reads what it needs
+            log.warning("pre-warming the posting lists failed: %s", error)
 
 
 def _info(manifest: dict[str, Any]) -> BackendInfo:

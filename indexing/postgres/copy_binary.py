@@ -69,7 +69,7 @@ def row(*fields: bytes) -> bytes:
     return struct.pack(">h", len(fields)) + b"".join(fields)
 
 
-_POSTING = np.dtype([("fields", ">i2"), ("l1", ">i4"), ("term", ">i4"), ("l2", ">i4"), ("chunk", ">i4"),
+POSTING_DTYPE = np.dtype([("fields", ">i2"), ("l1", ">i4"), ("term", ">i4"), ("l2", ">i4"), ("chunk", ">i4"),
                      ("l3", ">i4"), ("weight", ">f8")])  # fmt: skip
 
 
@@ -78,7 +78,7 @@ def postings_rows(term_ids: np.ndarray, chunk_nos: np.ndarray, weights: np.ndarr
     """(term_id int4, chunk_no int4, weight float8) tuples in batches of encoded bytes (no header/trailer)."""
     for start in range(0, len(term_ids), batch):
         stop = min(start + batch, len(term_ids))
-        records = np.empty(stop - start, dtype=_POSTING)
+        records = np.empty(stop - start, dtype=POSTING_DTYPE)
         records["fields"], records["l1"], records["l2"], records["l3"] = 3, 4, 4, 8
         records["term"], records["chunk"], records["weight"] = (
             term_ids[start:stop], chunk_nos[start:stop], weights[start:stop])  # fmt: skip

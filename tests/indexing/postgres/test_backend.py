@@ -33,7 +33,10 @@ FILTERS = [
     SearchFilters(jel_prefix="z1"),  # a handful of chunks
 ]
 # The threshold algorithm on every query (no full aggregation up front), reading small prefixes.
-EAGER_THRESHOLD = KeywordSettings(full_aggregation_below=0, first_prefix=4, growth=2)
+EAGER_THRESHOLD = KeywordSettings(strategy="threshold", full_aggregation_below=0, first_prefix=4, growth=2)
+SQL = KeywordSettings(strategy="sql")
+# The arrays strategy with every list long enough to be cached (a second search reads them from memory).
+CACHED_ARRAYS = KeywordSettings(strategy="arrays", cache_min_df=1)
 
 
 @pytest.fixture(scope="module")
@@ -79,21 +82,39 @@ def test_keyword_search_equals_the_local_index(backend: PostgresBackend, referen
     assert_same(pairs(backend.keyword_search(query, 10, filters)), reference.keyword(query, 10, filters))
 
 
+@pytest.fixture(scope="module")
+def strategies(published_dsn: str) -> Iterator[dict[str, PostgresBackend]]:
+    backends = {name: PostgresBackend(published_dsn, keyword=settings) for name, settings in
+                [("threshold", EAGER_THRESHOLD), ("sql", SQL), ("arrays", CACHED_ARRAYS)]}  # fmt: skip
+    yield backends
+    for backend in backends.values():
+        backend.close()
+
+
 @pytest.mark.parametrize("filters", FILTERS)
 @pytest.mark.parametrize("query", QUERIES)
-def test_threshold_algorithm_equals_full_aggregation(backend: PostgresBackend, published_dsn: str,
-                                                     reference: Reference, query: str,
-                                                     filters: SearchFilters | None) -> None:  # fmt: skip
-    eager = PostgresBackend(published_dsn, keyword=EAGER_THRESHOLD)
+def test_every_keyword_strategy_gives_the_same_exact_top_n(strategies: dict[str, PostgresBackend],
+                                                            reference: Reference, query: str,
+                                                            filters: SearchFilters | None) -> None:  # fmt: skip
+    """The threshold algorithm, SQL aggregation and numpy over (cached) posting arrays: the same ids and scores."""
+    methods = {"threshold": "threshold", "sql": "full", "arrays": "arrays"}
+    for top_n in (1, 5, 20):
+        expected = reference.keyword(query, top_n, filters)
+        for name, backend in strategies.items():
+            for _ in range(2):  # the second time from the arrays strategy's cache
+                assert_same(pairs(backend.keyword_search(query, top_n, filters)), expected)
+                assert backend.last_keyword_stats.method == methods[name]
+
+
+def test_a_very_selective_filter_hands_the_arrays_over_to_sql(published_dsn: str, reference: Reference) -> None:
+    capped = PostgresBackend(published_dsn, keyword=KeywordSettings(filter_batch=8, max_filter_checks=1))
     try:
-        for top_n in (1, 5, 20):
-            full = pairs(backend.keyword_search(query, top_n, filters))
-            assert backend.last_keyword_stats.method == "full"
-            assert_same(pairs(eager.keyword_search(query, top_n, filters)), full)
-            assert eager.last_keyword_stats.method == "threshold"
-            assert_same(full, reference.keyword(query, top_n, filters))
+        rare = SearchFilters(jel_prefix="z1")
+        query = "effect model market price evidence policy firm"
+        assert_same(pairs(capped.keyword_search(query, 5, rare)), reference.keyword(query, 5, rare))
+        assert capped.last_keyword_stats.method == "arrays->full"
     finally:
-        eager.close()
+        capped.close()
 
 
 def test_the_threshold_algorithm_stops_early_on_common_words(published_dsn: str, backend: PostgresBackend,
@@ -110,14 +131,25 @@ def test_the_threshold_algorithm_stops_early_on_common_words(published_dsn: str,
 def test_the_threshold_algorithm_falls_back_to_full_aggregation_past_its_budget(
     published_dsn: str, backend: PostgresBackend, reference: Reference
 ) -> None:
-    capped = PostgresBackend(published_dsn, keyword=KeywordSettings(full_aggregation_below=0, first_prefix=2,
-                                                                   growth=2, max_read=10))  # fmt: skip
+    capped = PostgresBackend(published_dsn, keyword=KeywordSettings(strategy="threshold", full_aggregation_below=0,
+                                                                   first_prefix=2, growth=2, max_read=10))  # fmt: skip
     try:
         got = pairs(capped.keyword_search("effect of policy on the market", 10))
         assert capped.last_keyword_stats.method == "threshold->full"
         assert_same(got, reference.keyword("effect of policy on the market", 10))
     finally:
         capped.close()
+
+
+def test_warming_reads_the_longest_lists_into_memory(published_dsn: str, content: BuildContent,
+                                                    reference: Reference) -> None:  # fmt: skip
+    backend = PostgresBackend(published_dsn, keyword=KeywordSettings(cache_min_df=100), prewarm=False)
+    try:
+        long_lists = sum(1 for row in content.bm25.weight_matrix()[1] if row.nnz >= 100)
+        assert backend.warm() == long_lists > 0
+        assert_same(pairs(backend.keyword_search("effect of policy", 10)), reference.keyword("effect of policy", 10))
+    finally:
+        backend.close()
 
 
 def test_keyword_search_without_a_known_word_finds_nothing(backend: PostgresBackend) -> None:
