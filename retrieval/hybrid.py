@@ -3,6 +3,7 @@ fusion (RRF). Adding a retriever is one class with a `name` and a `retrieve`, an
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
 import numpy as np
@@ -90,31 +91,42 @@ class HybridRetriever:
             raise ValueError("The query is empty.")
         depth = max(self.settings.candidates, top_n)
         rankings = {name: self.retrievers[name].retrieve(query, depth, filters) for name in self._modes[mode]}
-        stored = self.backend.chunks(list(dict.fromkeys(hit.chunk_id for ranking in rankings.values()
-                                                        for hit in ranking)))  # fmt: skip
-        hits: dict[str, RetrievedChunk] = {}
-        for name, ranking in rankings.items():
-            for rank, scored in enumerate(ranking, start=1):
-                if scored.chunk_id not in stored:  # removed by an ingest between the two calls
-                    continue
-                if scored.chunk_id not in hits:
-                    found = stored[scored.chunk_id]
-                    hits[scored.chunk_id] = RetrievedChunk(chunk=found.chunk, document=found.document)
-                hits[scored.chunk_id].scores[name] = scored.score
-                hits[scored.chunk_id].ranks[name] = rank
         # In a single-retriever mode the other retriever's weight is irrelevant.
         weights = self.settings.weights() if mode == "hybrid" else dict.fromkeys(rankings, 1.0)
-        return self._fuse(list(hits.values()), {name: weights[name] for name in rankings})[:top_n]
+        fused = self._fuse(rankings, {name: weights[name] for name in rankings})[:top_n]
+        # Only the chunks that make the cut are looked up (a backend on a database reads far fewer records).
+        stored = self.backend.chunks([hit.chunk_id for hit in fused])
+        hits = []
+        for hit in fused:
+            found = stored.get(hit.chunk_id)
+            if found is None:  # removed by an ingest between the two calls
+                continue
+            hits.append(RetrievedChunk(chunk=found.chunk, document=found.document, scores=hit.scores,
+                                       ranks=hit.ranks, fused_score=hit.score, fused_rank=len(hits) + 1))  # fmt: skip
+        return hits
 
-    def _fuse(self, hits: list[RetrievedChunk], weights: dict[str, float]) -> list[RetrievedChunk]:
-        """Weighted RRF: score = sum over retrievers of weight / (rrf_k + rank)."""
-        rankings = [np.array([hit.ranks.get(name, 0) for hit in hits]) for name in weights]
-        for hit, score in zip(hits, rrf_scores(rankings, list(weights.values()), self.settings.rrf_k), strict=True):
-            hit.fused_score = float(score)
+    def _fuse(self, rankings: dict[str, list[ScoredChunk]], weights: dict[str, float]) -> list[_Fused]:
+        """Weighted RRF: score = sum over retrievers of weight / (rrf_k + rank), best first."""
+        fused: dict[str, _Fused] = {}
+        for name, ranking in rankings.items():
+            for rank, scored in enumerate(ranking, start=1):
+                hit = fused.setdefault(scored.chunk_id, _Fused(scored.chunk_id))
+                hit.scores[name], hit.ranks[name] = scored.score, rank
+        hits = list(fused.values())
+        columns = [np.array([hit.ranks.get(name, 0) for hit in hits]) for name in weights]
+        for hit, score in zip(hits, rrf_scores(columns, list(weights.values()), self.settings.rrf_k), strict=True):
+            hit.score = float(score)
         # Ties (e.g. rank 3 in one list vs rank 3 in the other) go to the better single rank, then
         # to the chunk id, so results are deterministic.
-        hits.sort(key=lambda hit: (-(hit.fused_score or 0.0), min(hit.ranks.values(), default=1 << 30),
-                                   hit.chunk.chunk_id))  # fmt: skip
-        for rank, hit in enumerate(hits, start=1):
-            hit.fused_rank = rank
+        hits.sort(key=lambda hit: (-hit.score, min(hit.ranks.values(), default=1 << 30), hit.chunk_id))
         return hits
+
+
+@dataclass
+class _Fused:
+    """A candidate before its chunk is looked up: its id, each retriever's score and rank, the fused score."""
+
+    chunk_id: str
+    scores: dict[str, float] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
+    score: float = 0.0

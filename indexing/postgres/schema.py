@@ -69,6 +69,9 @@ def table_ddl(schema: str, dimension: int) -> list[sql.Composed]:
             "CREATE TABLE {}.chunks (chunk_no int4 NOT NULL, chunk_id text NOT NULL, doc_no int4 NOT NULL, "
             "year int4, jel_codes text[] NOT NULL, record jsonb NOT NULL, embedding vector({}) NOT NULL)"
         ).format(s, sql.Literal(dimension)),
+        # The vector stays in the row: a scan (or HNSW's heap re-check) then reads it without de-TOASTing, which
+        # was most of an exact search's time (10 ms of 11 over 2,381 chunks); the JSON record is TOASTed instead.
+        sql.SQL("ALTER TABLE {}.chunks ALTER COLUMN embedding SET STORAGE PLAIN").format(s),
         sql.SQL("CREATE TABLE {}.terms (term_id int4 NOT NULL, term text NOT NULL, df int4 NOT NULL, "
                 "max_weight float8 NOT NULL, min_weight float8 NOT NULL)").format(s),
         sql.SQL("CREATE TABLE {}.postings (term_id int4 NOT NULL, chunk_no int4 NOT NULL, weight float8 NOT NULL)")
