@@ -143,13 +143,20 @@ def test_the_threshold_algorithm_falls_back_to_full_aggregation_past_its_budget(
 
 def test_warming_reads_the_longest_lists_into_memory(published_dsn: str, content: BuildContent,
                                                     reference: Reference) -> None:  # fmt: skip
-    backend = PostgresBackend(published_dsn, keyword=KeywordSettings(cache_min_df=100), prewarm=False)
+    lengths = sorted((row.nnz for row in content.bm25.weight_matrix()[1]), reverse=True)
+    # A budget whose half holds the ten longest lists: those are read, longest first.
+    budget = 2 * 12 * sum(lengths[:10])
+    backend = PostgresBackend(published_dsn, keyword=KeywordSettings(cache_bytes=budget), prewarm=False)
+    whole = PostgresBackend(published_dsn, prewarm=False)  # a small build fits the default budget whole
     try:
-        long_lists = sum(1 for row in content.bm25.weight_matrix()[1] if row.nnz >= 100)
-        assert backend.warm() == long_lists > 0
-        assert_same(pairs(backend.keyword_search("effect of policy", 10)), reference.keyword("effect of policy", 10))
+        assert backend.warm() == 10
+        assert whole.warm() == len(lengths)
+        for searcher in (backend, whole):
+            found = searcher.keyword_search("effect of policy", 10)
+            assert_same(pairs(found), reference.keyword("effect of policy", 10))
     finally:
         backend.close()
+        whole.close()
 
 
 def test_keyword_search_without_a_known_word_finds_nothing(backend: PostgresBackend) -> None:
