@@ -4,7 +4,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from corpus.search_backend import BackendUnavailable
+from corpus.search_backend import BackendInfo, BackendUnavailable, SearchBackend
 
 router = APIRouter(tags=["health"])
 
@@ -27,6 +27,6 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ready", "chunks": info.chunks})
 
 
-def _served(backend):  # type: ignore[no-untyped-def]
+def _served(backend: SearchBackend) -> BackendInfo:
     backend.check()
     return backend.info()
