@@ -175,11 +175,11 @@ POSTGRES_TEST_SETTINGS = {"shared_buffers": "128MB", "maintenance_work_mem": "25
                           "full_page_writes": "off"}
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[EmbeddedPostgres]:
-    """One embedded server for the session (a root-owned 0700 pytest tmp dir would lock out the postgres user,
-    so its data lives in a fresh /tmp directory that others may traverse)."""
-    root = Path(tempfile.mkdtemp(prefix="aer-pg-tests-"))
+@contextmanager
+def throwaway_postgres(prefix: str) -> Iterator[EmbeddedPostgres]:
+    """A started embedded server, stopped and deleted on exit. A root-owned 0700 pytest tmp dir would lock out the
+    postgres user the server runs as, so its data lives in a fresh /tmp directory that others may traverse."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     root.chmod(0o711)
     server = EmbeddedPostgres(root / "data", settings=POSTGRES_TEST_SETTINGS)
     server.start()
@@ -188,6 +188,13 @@ def postgres_server() -> Iterator[EmbeddedPostgres]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[EmbeddedPostgres]:
+    """One embedded server for the session."""
+    with throwaway_postgres("aer-pg-tests-") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

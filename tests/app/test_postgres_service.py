@@ -3,10 +3,7 @@ outage seen by clients as 503 with a clear error (readiness false), and recovery
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +18,7 @@ from indexing.postgres.embedded import EmbeddedPostgres
 from indexing.postgres.target import PostgresTarget
 from models import Generator
 from retrieval.search import RerankState
-from tests.conftest import serving, write_corpus
+from tests.conftest import serving, throwaway_postgres, write_corpus
 
 QUERIES = ["minimum wage and teenage employment", "bank lending when rates rise", "import competition wages"]
 
@@ -29,15 +26,8 @@ QUERIES = ["minimum wage and teenage employment", "bank lending when rates rise"
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[EmbeddedPostgres]:
     """A server of this module's own: the outage test stops and starts it."""
-    root = Path(tempfile.mkdtemp(prefix="aer-pg-service-"))
-    root.chmod(0o711)  # the server runs as the postgres user
-    server = EmbeddedPostgres(root / "data", settings={"fsync": "off", "shared_buffers": "64MB"})
-    server.start()
-    try:
+    with throwaway_postgres("aer-pg-service-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +10,7 @@ from corpus.search_backend import BackendUnavailable
 from indexing.postgres.backend import PostgresBackend
 from indexing.postgres.embedded import EmbeddedPostgres
 from indexing.targets import BuildContent
-from tests.conftest import POSTGRES_TEST_SETTINGS
+from tests.conftest import throwaway_postgres
 
 from .conftest import publish_build
 
@@ -21,15 +18,8 @@ from .conftest import publish_build
 @pytest.fixture
 def own_server() -> Iterator[EmbeddedPostgres]:
     """A server of this test's own (it is stopped and started again), on a fixed port across the restart."""
-    root = Path(tempfile.mkdtemp(prefix="aer-pg-outage-"))
-    root.chmod(0o711)
-    server = EmbeddedPostgres(root / "data", settings=POSTGRES_TEST_SETTINGS)
-    server.start()
-    try:
+    with throwaway_postgres("aer-pg-outage-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_an_outage_raises_backend_unavailable_and_the_backend_recovers(own_server: EmbeddedPostgres,
