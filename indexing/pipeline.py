@@ -5,9 +5,7 @@ BuildTarget (indexing.targets): the published directory (FAISS built there) or P
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +22,7 @@ from indexing.embedding_cache import EmbeddingCache
 from indexing.loader import CorpusLoader, LoadedCorpus
 from indexing.manifest import build_fingerprint, package_versions
 from indexing.storage import file_sha256, text_sha256
-from indexing.targets import BuildContent, BuildTarget, DirectoryTarget
+from indexing.targets import BuildContent, BuildTarget, DirectoryTarget, timed
 
 
 @dataclass(frozen=True)
@@ -225,10 +223,5 @@ class IngestionPipeline:
             "timings_s": {stage: round(seconds, 3) for stage, seconds in self.timings.items()},
         }
 
-    @contextmanager
-    def _timed(self, stage: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
+    def _timed(self, stage: str) -> AbstractContextManager[None]:
+        return timed(self.timings, stage)

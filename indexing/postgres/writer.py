@@ -11,7 +11,6 @@ it).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from indexing.postgres.schema import (
     table_ddl,
     vector_index_ddl,
 )
-from indexing.targets import BuildContent
+from indexing.targets import BuildContent, timed
 
 
 class PostgresPublishError(RuntimeError):
@@ -108,19 +107,19 @@ class PostgresWriter:
                                    (str(self.parallel_workers),))  # fmt: skip
                 for statement in table_ddl(schema, dimension):
                     connection.execute(statement)
-                with _timed(result.timings, "copy"):
+                with timed(result.timings, "copy"):
                     self._copy(connection, schema, content)
-                with _timed(result.timings, "keys"):
+                with timed(result.timings, "keys"):
                     for statement in key_index_ddl(schema):
                         connection.execute(statement)
-                with _timed(result.timings, "hnsw"):
+                with timed(result.timings, "hnsw"):
                     connection.execute(vector_index_ddl(schema, self.hnsw))
-                with _timed(result.timings, "analyze"):
+                with timed(result.timings, "analyze"):
                     for table in ("documents", "chunks", "terms", "postings"):
                         connection.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(schema),
                                                                            sql.Identifier(table)))  # fmt: skip
                 self._point_to(connection, build_id, schema, fingerprint, manifest)
-            with _timed(result.timings, "drop_old"):
+            with timed(result.timings, "drop_old"):
                 self.drop_old_builds(connection, keep=schema)
         return result
 
@@ -204,12 +203,3 @@ def safe_dsn(dsn: str) -> str:
     except psycopg.ProgrammingError:
         return "the database"
     return f"postgresql://{info.get('user', '')}@{info.get('host', '')}:{info.get('port', '')}/{info.get('dbname', '')}"
-
-
-@contextmanager
-def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[step] = timings.get(step, 0.0) + time.perf_counter() - started
