@@ -146,10 +146,17 @@ class Embedder:
         self.precision = str(self.dtype).removeprefix("torch.")
         self._tokens = TokenCounter(self.files)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a safety net: a local path never needs the hub
+        import torch
         from sentence_transformers import SentenceTransformer
+
+        from indexing.bert_forward import LeanBertForward
 
         self._model: Any = SentenceTransformer(str(self.files.model_dir), device=self.device, local_files_only=True)
         self._model.max_seq_length = self.max_seq_length
+        # One text (a search's question) skips sentence-transformers' per-call overhead: half the query's cost.
+        self._one_text = LeanBertForward.of(self._model) if self.dtype == torch.float32 else None
+        self._one_text_tokenizer = self.files.tokenizer()
+        self._one_text_tokenizer.enable_truncation(self.max_seq_length)  # as sentence-transformers truncates
 
     @property
     def weights_sha256(self) -> str:
@@ -167,6 +174,8 @@ class Embedder:
         """Embed texts (sentence-transformers batches them sorted by length); returns (n, 384) float32."""
         if len(texts) == 0:
             return np.zeros((0, EMBEDDING_DIMENSION), dtype=np.float32)
+        if len(texts) == 1 and self._one_text is not None:
+            return self._one_text.encode(self._one_text_tokenizer.encode(texts[0]).ids)[None, :]
         import torch
 
         autocast = self.dtype != torch.float32

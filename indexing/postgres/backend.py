@@ -59,7 +59,7 @@ class PostgresBackend:
         self.keyword_settings = keyword or KeywordSettings()
         self._postings = PostingCache(self.keyword_settings.cache_bytes)
         self.last_keyword_stats = KeywordStats()  # the last keyword search's method (tests, benchmarks)
-        self._pool = ConnectionPool(dsn, max_size=pool_size, timeout=timeout)
+        self._pool = ConnectionPool(dsn, max_size=pool_size, timeout=timeout, read_only=True)
         self._builds: dict[str, _Build] = {}
         self._builds_lock = threading.Lock()
         self.prewarm = prewarm
@@ -204,8 +204,7 @@ class PostgresBackend:
                 raise BackendUnavailable(f"PostgreSQL at {safe_dsn(self.dsn)} is unavailable: {_reason(error)}"
                                          ) from None  # fmt: skip
             try:
-                with connection.transaction():
-                    connection.execute("SET TRANSACTION READ ONLY")
+                with connection.transaction():  # BEGIN READ ONLY (the pool's connections are read-only)
                     result = work(connection, self._live_build(connection))
             except psycopg.OperationalError as error:
                 self._pool.give(connection, broken=True)

@@ -22,12 +22,13 @@ class PoolExhausted(RuntimeError):
 
 class ConnectionPool:
     def __init__(self, dsn: str, max_size: int = 8, timeout: float = 10.0, connect_timeout: int = 3,
-                 idle_max: int | None = None) -> None:  # fmt: skip
+                 idle_max: int | None = None, read_only: bool = False) -> None:  # fmt: skip
         if max_size < 1:
             raise ValueError(f"max_size must be at least 1, not {max_size}.")
         self.dsn = dsn
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.read_only = read_only  # every transaction starts BEGIN READ ONLY (no SET round trip per call)
         self.idle_max = idle_max if idle_max is not None else max_size
         self._slots = threading.BoundedSemaphore(max_size)
         self._idle: list[psycopg.Connection[Any]] = []
@@ -46,7 +47,9 @@ class ConnectionPool:
                 connection = self._idle.pop() if self._idle else None
             if connection is not None and not connection.closed:
                 return connection, True
-            return psycopg.connect(self.dsn, connect_timeout=self.connect_timeout), False
+            connection = psycopg.connect(self.dsn, connect_timeout=self.connect_timeout)
+            connection.read_only = self.read_only
+            return connection, False
         except BaseException:
             self._slots.release()
             raise
