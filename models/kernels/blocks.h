@@ -226,25 +226,32 @@ Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t col
   return Matrix{format, rows, cols, data, data.data_ptr<uint8_t>()};
 }
 
-// out[i * out_stride + r] = row r of w . activations row i, for i < n (activations: n rows of cols / 32 blocks).
-void matmul(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride) {
+// out[i * out_stride + r] = row r of w . activations row i, for i < n and begin <= r < end (activations: n rows of
+// cols / 32 blocks). The caller splits the rows over its threads.
+void matmul_rows(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride, int64_t begin,
+                 int64_t end) {
   const int64_t nb = w.cols / QK;
-  at::parallel_for(0, w.rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const uint8_t* row = w.row(r);
-      int64_t i = 0;
-      float results[4];
-      for (; i + 4 <= n; i += 4) {
-        const BlockQ8_1* rows[4] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb, act + (i + 3) * nb};
-        dot_rows<4>(w.format, row, rows, nb, results);
-        for (int j = 0; j < 4; ++j) out[(i + j) * out_stride + r] = results[j];
-      }
-      for (; i < n; ++i) {
-        const BlockQ8_1* rows[1] = {act + i * nb};
-        dot_rows<1>(w.format, row, rows, nb, results);
-        out[i * out_stride + r] = results[0];
-      }
+  for (int64_t r = begin; r < end; ++r) {
+    const uint8_t* row = w.row(r);
+    int64_t i = 0;
+    float results[4];
+    for (; i + 4 <= n; i += 4) {
+      const BlockQ8_1* rows[4] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb, act + (i + 3) * nb};
+      dot_rows<4>(w.format, row, rows, nb, results);
+      for (int j = 0; j < 4; ++j) out[(i + j) * out_stride + r] = results[j];
     }
+    for (; i < n; ++i) {
+      const BlockQ8_1* rows[1] = {act + i * nb};
+      dot_rows<1>(w.format, row, rows, nb, results);
+      out[i * out_stride + r] = results[0];
+    }
+  }
+}
+
+// The same over every row, split over torch's threads (one call: `linear` below).
+void matmul(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride) {
+  at::parallel_for(0, w.rows, 16, [&](int64_t begin, int64_t end) {
+    matmul_rows(w, act, n, out, out_stride, begin, end);
   });
 }
 

@@ -5,11 +5,40 @@
 // DecodeModel::step runs one decode step for n rows (one new token each, every row at its own position) through
 // every layer: RMSNorm, QKV (+bias), rotate-half RoPE, the key/value write into the scheduler's cache, grouped-query
 // attention over the row's slots 0..position, o-proj, residual, RMSNorm, gate/up, SiLU, down, residual; then the
-// final norm and the LM head. Buffers are allocated once and reused; the products and attention are split over the
-// threads with at::parallel_for.
+// final norm and the LM head. Buffers are allocated once and reused; the whole step is one OpenMP parallel region
+// (products and attention split over its threads, the cheap row-wise steps on one of them, barriers between).
 #include "blocks.h"
 
+#include <omp.h>
+
+#include <atomic>
+#include <thread>
+
 namespace {
+
+// Threads of one step wait for each other here by spinning (a step's phases last microseconds to a millisecond;
+// sleeping and waking costs as much), yielding the core after a while in case a thread was descheduled.
+struct SpinBarrier {
+  int parties = 1;
+  std::atomic<int> arrived{0};
+  std::atomic<int> generation{0};
+
+  void wait() {
+    const int seen = generation.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == parties) {
+      arrived.store(0, std::memory_order_relaxed);
+      generation.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation.load(std::memory_order_acquire) == seen; ++spins) {
+      if (spins < 20000) {
+        _mm_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+};
 
 // ------------------------------------------------------------------------------------------------ the model
 
@@ -104,34 +133,61 @@ class DecodeModel {
     if (rows.empty()) return logits;
     const int64_t m = static_cast<int64_t>(rows.size());
     reserve(m);
+    // The LM head writes straight into the logits when every row runs, else into compact rows copied after.
+    torch::Tensor compact = m == n ? logits : torch::empty({m, vocab_}, torch::kFloat32);
+    float* head_out = compact.data_ptr<float>();
     const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_, q_width = heads_ * head_dim_;
-    for (int64_t j = 0; j < m; ++j) dequantize_row(embed_, token[rows[j]], &x_[j * hidden_]);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      const Layer& layer = layers_[l];
-      norm_and_quantize(layer.attn_norm, m, hidden_);
-      matmul(layer.qkv, act_.data(), m, qkv_.data(), qkv_width);
-      attention(l, layer, m, rows.data(), slots.data(), qkv_width);
-      quantize_rows(att_.data(), m, q_width);
-      matmul(layer.o, act_.data(), m, tmp_.data(), hidden_);
-      for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j];
-      norm_and_quantize(layer.mlp_norm, m, hidden_);
-      matmul(layer.gate_up, act_.data(), m, gate_up_.data(), 2 * inter_);
-      for (int64_t i = 0; i < m; ++i) {
-        const float* gate = &gate_up_[i * 2 * inter_];
-        float* out = &mlp_[i * inter_];
-        for (int64_t j = 0; j < inter_; ++j) out[j] = gate[j] / (1.0f + std::exp(-gate[j])) * gate[j + inter_];
+    // One parallel region for the whole step, its phases separated by a spinning barrier. A region per product
+    // (about 150 a step) and OpenMP's own barriers paid a wake-up of sleeping threads each time: a step took 9 ms
+    // from the thread that loaded the model and 33 ms from any other (the scheduler's), because with a second
+    // OpenMP team in the process libgomp spins only ~100 times before it sleeps.
+    const int threads = std::max(1, at::get_num_threads());
+    SpinBarrier barrier;
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t part = omp_get_thread_num(), parts = omp_get_num_threads();
+#pragma omp single
+      barrier.parties = static_cast<int>(parts);  // the team as it started (implicit barrier after)
+      auto split = [&](int64_t total, auto&& work) {  // this thread's share of [0, total), then wait for the rest
+        work(total * part / parts, total * (part + 1) / parts);
+        barrier.wait();
+      };
+      auto product = [&](const Matrix& w, float* out, int64_t out_stride) {
+        split(w.rows, [&](int64_t begin, int64_t end) { matmul_rows(w, act_.data(), m, out, out_stride, begin, end); });
+      };
+      auto serial = [&](auto&& work) {  // the cheap row-wise steps: one thread, the others wait
+        if (part == 0) work();
+        barrier.wait();
+      };
+      serial([&] { for (int64_t j = 0; j < m; ++j) dequantize_row(embed_, token[rows[j]], &x_[j * hidden_]); });
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        const Layer& layer = layers_[l];
+        serial([&] { norm_and_quantize(layer.attn_norm, m, hidden_); });
+        product(layer.qkv, qkv_.data(), qkv_width);
+        serial([&] { write_cache(l, layer, m, rows.data(), slots.data(), qkv_width); });
+        split(m * heads_, [&](int64_t begin, int64_t end) { attend(l, rows.data(), slots.data(), qkv_width, begin, end); });
+        serial([&] { quantize_rows(att_.data(), m, q_width); });
+        product(layer.o, tmp_.data(), hidden_);
+        serial([&] {
+          for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j];
+          norm_and_quantize(layer.mlp_norm, m, hidden_);
+        });
+        product(layer.gate_up, gate_up_.data(), 2 * inter_);
+        serial([&] {
+          for (int64_t i = 0; i < m; ++i) {
+            const float* gate = &gate_up_[i * 2 * inter_];
+            float* out = &mlp_[i * inter_];
+            for (int64_t j = 0; j < inter_; ++j) out[j] = gate[j] / (1.0f + std::exp(-gate[j])) * gate[j + inter_];
+          }
+          quantize_rows(mlp_.data(), m, inter_);
+        });
+        product(layer.down, tmp_.data(), hidden_);
+        serial([&] { for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j]; });
       }
-      quantize_rows(mlp_.data(), m, inter_);
-      matmul(layer.down, act_.data(), m, tmp_.data(), hidden_);
-      for (int64_t j = 0; j < m * hidden_; ++j) x_[j] += tmp_[j];
+      serial([&] { norm_and_quantize(norm_, m, hidden_); });
+      product(lm_head_, head_out, vocab_);
     }
-    norm_and_quantize(norm_, m, hidden_);
-    if (m == n) {
-      matmul(lm_head_, act_.data(), n, logits.data_ptr<float>(), vocab_);
-      return logits;
-    }
-    torch::Tensor compact = torch::empty({m, vocab_}, torch::kFloat32);
-    matmul(lm_head_, act_.data(), m, compact.data_ptr<float>(), vocab_);
+    if (m == n) return logits;
     return logits.index_copy_(0, torch::tensor(rows, torch::kInt64), compact);
   }
 
@@ -178,9 +234,10 @@ class DecodeModel {
     }
   }
 
-  // Compact row j: cache row rows[j], its new token at slot slots[j], attending to slots 0..slots[j].
-  void attention(size_t l, const Layer& layer, int64_t n, const int64_t* rows, const int64_t* slots,
-                 int64_t qkv_width) {
+  // Compact row j: cache row rows[j], its new token at slot slots[j]: biases, rotary, and the token's key and value
+  // into the cache.
+  void write_cache(size_t l, const Layer& layer, int64_t n, const int64_t* rows, const int64_t* slots,
+                   int64_t qkv_width) {
     const torch::Tensor& keys = keys_[l];
     const torch::Tensor& values = values_[l];
     float* k_base = keys.data_ptr<float>();
@@ -189,7 +246,7 @@ class DecodeModel {
     const int64_t v_row = values.stride(0), v_head = values.stride(1), v_slot = values.stride(2);
     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
     const int64_t kv_dims = kv_heads_ * head_dim_, q_dims = heads_ * head_dim_;
-    for (int64_t i = 0; i < n; ++i) {  // biases, rotary, and this token's key and value into the cache
+    for (int64_t i = 0; i < n; ++i) {
       float* q = &qkv_[i * qkv_width];
       if (layer.qkv_bias.numel() == qkv_width) {
         const float* bias = layer.qkv_bias.data_ptr<float>();
@@ -204,24 +261,32 @@ class DecodeModel {
                     head_dim_ * sizeof(float));
       }
     }
-    const int64_t group = heads_ / kv_heads_, max_len = keys.size(2);
-    at::parallel_for(0, n * heads_, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t i = task / heads_, h = task % heads_, kv = h / group, length = slots[i] + 1;
-        const float* q = &qkv_[i * qkv_width + h * head_dim_];
-        const float* k = k_base + rows[i] * k_row + kv * k_head;
-        const float* v = v_base + rows[i] * v_row + kv * v_head;
-        float* out = &att_[i * q_dims + h * head_dim_];
-        std::fill(out, out + head_dim_, 0.0f);
-        float* scores = &scores_[task * max_len];
-        float top = -INFINITY;
-        for (int64_t t = 0; t < length; ++t) top = std::max(top, scores[t] = dot(q, k + t * k_slot, head_dim_));
-        float total = 0.0f;
-        for (int64_t t = 0; t < length; ++t) total += scores[t] = std::exp(scores[t] - top);
-        const float inverse = 1.0f / total;
-        for (int64_t t = 0; t < length; ++t) axpy(scores[t] * inverse, v + t * v_slot, out, head_dim_);
-      }
-    });
+  }
+
+  // Grouped-query attention of tasks [begin, end) (task = compact row x head) over the row's slots 0..slots[j].
+  void attend(size_t l, const int64_t* rows, const int64_t* slots, int64_t qkv_width, int64_t begin, int64_t end) {
+    const torch::Tensor& keys = keys_[l];
+    const torch::Tensor& values = values_[l];
+    const float* k_base = keys.data_ptr<float>();
+    const float* v_base = values.data_ptr<float>();
+    const int64_t k_row = keys.stride(0), k_head = keys.stride(1), k_slot = keys.stride(2);
+    const int64_t v_row = values.stride(0), v_head = values.stride(1), v_slot = values.stride(2);
+    const int64_t group = heads_ / kv_heads_, max_len = keys.size(2), q_dims = heads_ * head_dim_;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t i = task / heads_, h = task % heads_, kv = h / group, length = slots[i] + 1;
+      const float* q = &qkv_[i * qkv_width + h * head_dim_];
+      const float* k = k_base + rows[i] * k_row + kv * k_head;
+      const float* v = v_base + rows[i] * v_row + kv * v_head;
+      float* out = &att_[i * q_dims + h * head_dim_];
+      std::fill(out, out + head_dim_, 0.0f);
+      float* scores = &scores_[task * max_len];
+      float top = -INFINITY;
+      for (int64_t t = 0; t < length; ++t) top = std::max(top, scores[t] = dot(q, k + t * k_slot, head_dim_));
+      float total = 0.0f;
+      for (int64_t t = 0; t < length; ++t) total += scores[t] = std::exp(scores[t] - top);
+      const float inverse = 1.0f / total;
+      for (int64_t t = 0; t < length; ++t) axpy(scores[t] * inverse, v + t * v_slot, out, head_dim_);
+    }
   }
 
   int64_t hidden_, inter_, heads_, kv_heads_, head_dim_, vocab_;
