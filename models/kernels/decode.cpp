@@ -129,13 +129,18 @@ class DecodeModel {
     for (int64_t i = 0; i < n; ++i) {
       if (position[i] < attend_len) rows.push_back(i), slots.push_back(position[i]);
     }
-    torch::Tensor logits = torch::zeros({n, vocab_}, torch::kFloat32);
-    if (rows.empty()) return logits;
+    // torch::empty, filled here: a torch fill or copy would wake torch's own thread team, a cost per step.
+    torch::Tensor logits = torch::empty({n, vocab_}, torch::kFloat32);
+    float* logits_out = logits.data_ptr<float>();
+    if (rows.empty()) {
+      std::fill(logits_out, logits_out + n * vocab_, 0.0f);
+      return logits;
+    }
     const int64_t m = static_cast<int64_t>(rows.size());
     reserve(m);
     // The LM head writes straight into the logits when every row runs, else into compact rows copied after.
-    torch::Tensor compact = m == n ? logits : torch::empty({m, vocab_}, torch::kFloat32);
-    float* head_out = compact.data_ptr<float>();
+    if (m != n) compact_.resize(m * vocab_);
+    float* head_out = m == n ? logits_out : compact_.data();
     const int64_t qkv_width = (heads_ + 2 * kv_heads_) * head_dim_, q_width = heads_ * head_dim_;
     // One parallel region for the whole step, its phases separated by a spinning barrier. A region per product
     // (about 150 a step) and OpenMP's own barriers paid a wake-up of sleeping threads each time: a step took 9 ms
@@ -188,7 +193,11 @@ class DecodeModel {
       product(lm_head_, head_out, vocab_);
     }
     if (m == n) return logits;
-    return logits.index_copy_(0, torch::tensor(rows, torch::kInt64), compact);
+    std::fill(logits_out, logits_out + n * vocab_, 0.0f);  // idle rows: zeros
+    for (int64_t j = 0; j < m; ++j) {
+      std::memcpy(logits_out + rows[j] * vocab_, head_out + j * vocab_, vocab_ * sizeof(float));
+    }
+    return logits;
   }
 
  private:
@@ -296,7 +305,7 @@ class DecodeModel {
   torch::Tensor norm_, cos_, sin_;
   std::vector<torch::Tensor> keys_, values_;
   int64_t rows_ = 0;
-  std::vector<float> x_, tmp_, normed_, qkv_, att_, gate_up_, mlp_, scores_;
+  std::vector<float> x_, tmp_, normed_, qkv_, att_, gate_up_, mlp_, scores_, compact_;
   std::vector<BlockQ8_1> act_;
 };
 
