@@ -12,7 +12,8 @@ benchmarks/results/generation_<device>.json.
     .venv/bin/python -m benchmarks.generation_benchmark --device cuda --random-weights  # no GGUF needed
 
 The llama.cpp column needs llama-cpp-python (the optional `bench` extra, built from source); without it the column
-is skipped with a note. Engines are timed in alternating rounds (medians): these shared machines drift by 10-25%
+is skipped with a note. llama.cpp runs in a process of its own, as its users run it (benchmarks/llama_cpp_baseline.py
+says why). Engines are timed in alternating rounds (medians): these shared machines drift by 10-25%
 within minutes. Decode speed depends on shapes, not weight values, so --random-weights (SmolLM2 shapes) gives the
 same speeds; the transformers baseline may decode fewer tokens (it is slow on CPU): rates are per token.
 """
@@ -235,7 +236,7 @@ def run(settings: BenchmarkSettings) -> dict:
     if ours["ours"].weights != "float32":
         ours["ours_float32"] = engine("float32")  # the reference path, timed beside the default
     llm = None if settings.skip_llama_cpp or settings.random_weights or device.type != "cpu" else (
-        llama_cpp_baseline.load(gguf_path, threads, context=settings.prompt_tokens + 512))
+        llama_cpp_baseline.start(gguf_path, threads, context=settings.prompt_tokens + 512))
     hf = None if settings.skip_baseline else reference_model(config, tensors, device, dtype)
     long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[0])
     other_long_prompt = rag_prompt(tokenizer, settings.prompt_tokens, QUESTIONS[1], offset=40)
@@ -247,11 +248,11 @@ def run(settings: BenchmarkSettings) -> dict:
         time_ours_stream(generator, short[0], 4)
         time_ours_first_token(generator, other_long_prompt)
     if llm is not None:
-        llama_cpp_baseline.stream(llm, encode(short[0]), 4)
+        llm.stream(encode(short[0]), 4)
     decode: dict[str, Callable[[], object]] = {
         name: (lambda g=g: time_ours_stream(g, short[1], settings.new_tokens)[1]) for name, g in ours.items()}
     if llm is not None:
-        decode["llama_cpp"] = lambda: llama_cpp_baseline.stream(llm, encode(short[1]), settings.new_tokens)[1]
+        decode["llama_cpp"] = lambda: llm.stream(encode(short[1]), settings.new_tokens)[1]
     decode_rounds = alternate(settings.decode_rounds, decode)
     rows["decode_tokens_per_s_batch1"] = {name: statistics.median(v) for name, v in decode_rounds.items()}
 
@@ -287,7 +288,7 @@ def run(settings: BenchmarkSettings) -> dict:
     if hf is not None:
         cold["transformers"] = lambda: time_reference(hf, [encode(long_prompt)], 2, device)[::2]  # (wall, CPU)
     if llm is not None:
-        cold["llama_cpp"] = lambda: (llama_cpp_baseline.first_token(llm, encode(long_prompt)), float("nan"))
+        cold["llama_cpp"] = lambda: (llm.first_token(encode(long_prompt)), float("nan"))
     ttft_pairs = alternate(settings.ttft_rounds, cold)
     ttft = {name: [wall for wall, _ in pairs] for name, pairs in ttft_pairs.items()}
     rows["ttft_s_rag_prompt"] = {name: statistics.median(v) for name, v in ttft.items()}
@@ -304,7 +305,7 @@ def run(settings: BenchmarkSettings) -> dict:
     quality = None
     if llm is not None:  # the quality bar: greedy tokens equal llama.cpp's on the same GGUF
         prompts = short[: settings.quality_prompts]
-        theirs = [llama_cpp_baseline.greedy(llm, encode(p), settings.quality_tokens) for p in prompts]
+        theirs = [llm.greedy(encode(p), settings.quality_tokens) for p in prompts]
         params = SamplingParams(max_new_tokens=settings.quality_tokens, ignore_eos=True)
         quality = {"prompts": len(prompts), "tokens": settings.quality_tokens}
         for name, generator in ours.items():
@@ -313,6 +314,7 @@ def run(settings: BenchmarkSettings) -> dict:
                      for m, t in zip(mine, theirs, strict=True)]  # fmt: skip
             quality[name] = {"prompts_equal": sum(a == settings.quality_tokens for a in agree),
                              "first_difference_at": agree}  # fmt: skip
+        llm.close()
 
     bandwidth = memory_bandwidth(device)
     decoder = ours["ours"]._quantized
@@ -331,7 +333,7 @@ def run(settings: BenchmarkSettings) -> dict:
             "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
             "dtype": str(dtype), "torch": torch.__version__, "threads": threads,
             "weights": {name: g.weights for name, g in ours.items()},
-            "llama_cpp_python": llama_cpp_baseline.version() if llm is not None else None,
+            "llama_cpp_python": llm.version if llm is not None else None,
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
             # process-wide (runtime/memory.py), so the other engines run with it too
             "retain_freed_memory": device.type == "cpu" and retain_freed_memory(),
