@@ -22,6 +22,16 @@ from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
 
 
+def encoder_mismatch(index: str, built_model: str, built_weights_sha256: str, model_name: str,
+                     weights_sha256: str) -> str | None:  # fmt: skip
+    """Why queries encoded by (model_name, weights) cannot search `index`, built with (built_model, built weights),
+    or None: they must be the very weights its chunks were encoded with."""
+    if (model_name, weights_sha256) == (built_model, built_weights_sha256):
+        return None
+    return (f"{index} was built with {built_model} (weights {built_weights_sha256[:12]}), but queries would be "
+            f"encoded with {model_name} (weights {weights_sha256[:12]}). Rebuild the index.")
+
+
 class BackendUnavailable(RuntimeError):
     """The backend cannot answer now (its database is down, say); the service answers 503 and retries later."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from corpus.documents import Chunk, Document
+from corpus.search_backend import encoder_mismatch
 from indexing.bm25 import Bm25Index
 from indexing.dense import DenseIndex, DenseSettings
 from indexing.embedding import Embedder, EmbeddingModelFiles, EmbeddingModelMissing
@@ -127,11 +128,9 @@ def _check_embedding_model(index_dir: Path, built_with: dict[str, Any], embedder
         except EmbeddingModelMissing as error:
             raise IndexLoadError(str(error)) from None
         name, weights = files.model_name, files.weights_sha256
-    if name != built_with["model_name"] or weights != built_with["weights_sha256"]:
-        raise IndexLoadError(
-            f"{index_dir} was built with {built_with['model_name']} (weights {built_with['weights_sha256'][:12]}), "
-            f"but queries would be encoded with {name} (weights {weights[:12]}). Rebuild the index."
-        )
+    problem = encoder_mismatch(str(index_dir), built_with["model_name"], built_with["weights_sha256"], name, weights)
+    if problem is not None:
+        raise IndexLoadError(problem)
 
 
 @contextmanager

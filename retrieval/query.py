@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from corpus.search_backend import BackendInfo
+from corpus.search_backend import BackendInfo, encoder_mismatch
 
 
 class QueryEncoder(Protocol):
@@ -44,9 +44,7 @@ class Query:
 
 def check_encoder(info: BackendInfo, model_name: str, weights_sha256: str) -> None:
     """Queries must be encoded by the very weights the backend's chunks were encoded with."""
-    if (model_name, weights_sha256) != (info.embedding_model, info.embedding_weights_sha256):
-        raise ValueError(
-            f"The {info.kind} index was built with {info.embedding_model} (weights "
-            f"{info.embedding_weights_sha256[:12]}), but queries would be encoded with {model_name} (weights "
-            f"{weights_sha256[:12]}). Rebuild the index."
-        )
+    problem = encoder_mismatch(f"The {info.kind} index", info.embedding_model, info.embedding_weights_sha256,
+                               model_name, weights_sha256)  # fmt: skip
+    if problem is not None:
+        raise ValueError(problem)
