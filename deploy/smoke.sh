@@ -23,8 +23,8 @@ PROJECT=aer-rag-smoke
 COMPOSE=(docker-compose -p "$PROJECT" -f docker-compose.yml -f deploy/docker-compose.host.yml)
 LOUD="DOCKER SMOKE TEST NOT RUN"
 
-log() { printf '[smoke] %s\n' "$*"; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+SMOKE_NAME=smoke
+source deploy/smoke_common.sh  # log, free_port, cleanup
 
 # --- 1. engine and daemon -------------------------------------------------------------------------------
 install_if_missing() {  # command package...
@@ -47,16 +47,6 @@ if ! docker info >/dev/null 2>&1; then
     fi
 fi
 
-cleanup() {
-    local status=$?
-    if [ "$status" -ne 0 ]; then  # before `down`, which removes the containers and their logs
-        log "FAILED; the last lines of the containers' logs:"
-        "${COMPOSE[@]}" logs --tail 40 2>/dev/null || true
-    fi
-    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
-    [ -n "${WHEEL_SERVER:-}" ] && kill "$WHEEL_SERVER" 2>/dev/null || true
-    rm -rf "$WORK"
-}
 trap cleanup EXIT
 
 # --- 2. base image --------------------------------------------------------------------------------------

@@ -15,10 +15,8 @@
 #   - the APIs read from the replica, not the primary;
 #   - an ingest of SMOKE_ADDED_ROWS more rows (`run ingest-pg` again) becomes visible on both replicas, without a
 #     restart, within SMOKE_VISIBLE_WITHIN_S: a document only in the added rows is found.
-# Until the image's `python -m app` and `python -m indexing` take `--backend postgres`, the APIs cannot read
-# PostgreSQL: then a stand-in runs (the same PostgreSQL and proxy checks, the two replicas serving a local index
-# from the default profile's ingest), and a loud line says what did not run. Once this checkout's sources have
-# both flags, an image without them is a failure instead (SMOKE_SCALE_REQUIRE_BACKEND=1 or 0 decides otherwise).
+# The app image's `python -m app` and `python -m indexing` must take `--backend postgres` (an image without it is
+# stale: a failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,20 +29,8 @@ APP_IMAGE=aer-rag:latest
 WORK=$(mktemp -d /tmp/aer-rag-smoke-scale.XXXXXX)
 PROJECT=aer-rag-smoke-scale
 COMPOSE=(docker-compose -p "$PROJECT" --profile scale -f docker-compose.yml -f deploy/docker-compose.host.yml)
-LOUD="SCALE SMOKE TEST RAN A STAND-IN"
-
-log() { printf '[smoke-scale] %s\n' "$*"; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-cleanup() {
-    local status=$?
-    if [ "$status" -ne 0 ]; then  # before `down`, which removes the containers and their logs
-        log "FAILED; the last lines of the containers' logs:"
-        "${COMPOSE[@]}" logs --tail 40 2>/dev/null || true
-    fi
-    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
-    rm -rf "$WORK"
-}
+SMOKE_NAME=smoke-scale
+source deploy/smoke_common.sh  # log, free_port, cleanup
 trap cleanup EXIT
 
 wait_healthy() {  # service... : each one's container reports healthy within 5 minutes
@@ -126,46 +112,15 @@ docker image inspect "$APP_IMAGE" >/dev/null 2>&1 || { log "$APP_IMAGE is not bu
 log "building the PostgreSQL and nginx images from $AER_RAG_TRIXIE_IMAGE"
 "${COMPOSE[@]}" build -q postgres proxy
 
-if docker run --rm "$APP_IMAGE" python -m app --help | grep -q -- '--backend' \
-    && docker run --rm "$APP_IMAGE" python -m indexing --help | grep -q -- '--backend'; then
-    MODE=postgres
-else
-    MODE=stand-in
-    if grep -q -- '"--backend"' app/__main__.py && grep -q -- '"--backend"' indexing/cli.py; then
-        require=1  # the sources have it: the image is stale or broken, not early
-    else
-        require=0
-    fi
-    if [ "${SMOKE_SCALE_REQUIRE_BACKEND:-$require}" = 1 ]; then
-        log "$APP_IMAGE has no --backend postgres, though it is required here"; exit 1
-    fi
-fi
-log "mode: $MODE"
+for module in app indexing; do
+    docker run --rm "$APP_IMAGE" python -m "$module" --help | grep -q -- '--backend' \
+        || { log "$APP_IMAGE: python -m $module takes no --backend (a stale image?)"; exit 1; }
+done
 
 # --- up ------------------------------------------------------------------------------------------------------
-if [ "$MODE" = postgres ]; then
-    log "up: postgres, postgres-replica, ingest-pg ($SAMPLE_ROWS rows), api-1, api-2, proxy"
-    "${COMPOSE[@]}" up -d proxy
-    wait_healthy postgres postgres-replica api-1 api-2 proxy
-else
-    # The replicas serve the default profile's local index (in this project's `index` volume) instead.
-    cat >"$WORK/stand-in.yml" <<'EOF'
-services:
-  api-1:
-    volumes: ["index:/data/index:ro"]
-  api-2:
-    volumes: ["index:/data/index:ro"]
-EOF
-    COMPOSE+=(-f "$WORK/stand-in.yml")
-    log "up: postgres, postgres-replica; the default profile's ingest ($SAMPLE_ROWS rows); api-1, api-2, proxy"
-    "${COMPOSE[@]}" up -d postgres-replica
-    quietly "${COMPOSE[@]}" run --rm ingest
-    # --no-deps: their dependency ingest-pg needs --backend postgres.
-    "${COMPOSE[@]}" up -d --no-deps api-1 api-2
-    wait_healthy postgres postgres-replica api-1 api-2
-    "${COMPOSE[@]}" up -d --no-deps proxy
-    wait_healthy proxy
-fi
+log "up: postgres, postgres-replica, ingest-pg ($SAMPLE_ROWS rows), api-1, api-2, proxy"
+"${COMPOSE[@]}" up -d proxy
+wait_healthy postgres postgres-replica api-1 api-2 proxy
 log "healthy"
 
 # --- PostgreSQL: streaming, read-only replica -------------------------------------------------------------------
@@ -190,9 +145,9 @@ sql postgres "$AER_RAG_PG_PORT" "DROP TABLE smoke_replication" >/dev/null
 log "PostgreSQL: postgres-replica streaming from the primary, read-only, pgvector there; a write replicated"
 
 # --- the APIs, directly and through the proxy -----------------------------------------------------------------
-python3 - "$AER_RAG_PROXY_PORT" "$AER_RAG_API_1_PORT" "$AER_RAG_API_2_PORT" "$OLD_DOC" "$MODE" <<'PY'
+python3 - "$AER_RAG_PROXY_PORT" "$AER_RAG_API_1_PORT" "$AER_RAG_API_2_PORT" "$OLD_DOC" <<'PY'
 import http.client, json, sys, time, urllib.error, urllib.request
-proxy, api_1, api_2, old_doc, mode = sys.argv[1:]
+proxy, api_1, api_2, old_doc = sys.argv[1:]
 through = f"http://127.0.0.1:{proxy}"
 
 def get(url):
@@ -212,9 +167,8 @@ assert {u.rsplit(":", 1)[1] for u in upstreams} == {api_1, api_2}, upstreams
 response = post(f"{through}/v1/search", {"query": "monetary policy and interest rates", "top_k": 5})
 results = json.load(response)["results"]
 assert results and results[0]["document"]["title"], results
-if mode == "postgres":  # the same documents as the corpus's sample (not yet checked in the stand-in: local index)
-    headers, document = get(f"{through}/v1/documents/{old_doc}")
-    assert document, old_doc
+headers, document = get(f"{through}/v1/documents/{old_doc}")  # the same documents as the corpus's sample
+assert document, old_doc
 
 # Through the proxy, the answer streams as Server-Sent Events, each as the replica writes it (proxy_buffering off
 # for /v1/ask): the passages arrive well before the end of the answer, not together with it.
@@ -239,14 +193,6 @@ print(f"[smoke-scale] /readyz on both replicas; through the proxy: {len(upstream
       f"{sorted(set(upstreams))}; /v1/search {len(results)} results; /v1/ask streamed {names.count('delta')} "
       f"deltas over {last - first:.1f} s; 413 and 400 from the proxy at the app's limits")
 PY
-
-if [ "$MODE" = stand-in ]; then
-    failover
-    echo "$LOUD: $APP_IMAGE has no '--backend postgres' yet, so the API replicas served a local index; not run:" \
-        "ingest-pg, the APIs reading the replica, a re-ingest seen by both replicas without a restart."
-    log "passed (stand-in)"
-    exit 0
-fi
 
 # --- the APIs read the replica; a larger ingest shows on both without a restart ------------------------------
 on_primary=$(sql postgres "$AER_RAG_PG_PORT" \

@@ -297,7 +297,10 @@ def test_the_image_copies_every_package_the_service_runs_from() -> None:
 def test_the_scale_smoke_runs_the_profile_and_checks_replication_balancing_and_a_reingest() -> None:
     assert "deploy/smoke_scale.sh" in (ROOT / "deploy" / "smoke.sh").read_text()
     script = (ROOT / "deploy" / "smoke_scale.sh").read_text()
-    assert "--profile scale" in script and "deploy/docker-compose.host.yml" in script and "down -v" in script
+    assert "--profile scale" in script and "deploy/docker-compose.host.yml" in script
+    # Torn down on exit by the cleanup both smoke scripts share.
+    assert "source deploy/smoke_common.sh" in script and "trap cleanup EXIT" in script
+    assert "down -v" in (ROOT / "deploy" / "smoke_common.sh").read_text()
     checks = ["pg_stat_replication", "pg_is_in_recovery", "X-Upstream", "/readyz", "/v1/search", "/v1/ask"]
     for check in [*checks, "run --rm --no-deps ingest-pg", "/v1/documents/"]:
         assert check in script, check
