@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 from benchmarks.common import REPO_ROOT, git_commit, machine, relative, write_results
 from benchmarks.service import running_service
 from benchmarks.service_benchmark import search_load
-from indexing.postgres.embedded import EmbeddedPostgres
+from indexing.postgres.embedded import throwaway_server
 
 WARM_UP = 10
 
@@ -60,22 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="timed searches per backend and mode")
     args = parser.parse_args(argv)
 
-    root = Path(tempfile.mkdtemp(prefix="aer-bench-pg-"))
-    root.chmod(0o711)  # the server runs as the postgres user
     rows: dict[str, dict] = {}
-    try:
-        with EmbeddedPostgres(root / "data") as server:
-            cache = root / "embedding-cache"
-            ingests = {
-                "cold embedding cache": ingest(args.corpus, server.dsn, cache),
-                "warm embedding cache (--force)": ingest(args.corpus, server.dsn, cache, force=True),
-                "unchanged re-run": ingest(args.corpus, server.dsn, cache),
-            }
-            rows["local"] = search_latency(args.index, {"AER_RAG_BACKEND__KIND": "local"}, args.requests)
-            postgres_env = {"AER_RAG_BACKEND__KIND": "postgres", "AER_RAG_BACKEND__DSN": server.dsn}
-            rows["postgres"] = search_latency(args.index, postgres_env, args.requests)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with throwaway_server("aer-bench-pg-") as server, tempfile.TemporaryDirectory(prefix="aer-bench-cache-") as cache:
+        ingests = {
+            "cold embedding cache": ingest(args.corpus, server.dsn, Path(cache)),
+            "warm embedding cache (--force)": ingest(args.corpus, server.dsn, Path(cache), force=True),
+            "unchanged re-run": ingest(args.corpus, server.dsn, Path(cache)),
+        }
+        rows["local"] = search_latency(args.index, {"AER_RAG_BACKEND__KIND": "local"}, args.requests)
+        postgres_env = {"AER_RAG_BACKEND__KIND": "postgres", "AER_RAG_BACKEND__DSN": server.dsn}
+        rows["postgres"] = search_latency(args.index, postgres_env, args.requests)
 
     print(f"\nIngest of {args.corpus.name} into PostgreSQL (python -m indexing --backend postgres, whole command)")
     for name, row in ingests.items():

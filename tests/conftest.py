@@ -10,11 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -39,7 +37,7 @@ from indexing.embedding import default_model_dir
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
-from indexing.postgres.embedded import EmbeddedPostgres
+from indexing.postgres.embedded import EmbeddedPostgres, throwaway_server
 from models import Generator
 from models.loading import default_gguf_path
 from models.model import ModelConfig, Transformer
@@ -175,19 +173,9 @@ POSTGRES_TEST_SETTINGS = {"shared_buffers": "128MB", "maintenance_work_mem": "25
                           "full_page_writes": "off"}
 
 
-@contextmanager
-def throwaway_postgres(prefix: str) -> Iterator[EmbeddedPostgres]:
-    """A started embedded server, stopped and deleted on exit. A root-owned 0700 pytest tmp dir would lock out the
-    postgres user the server runs as, so its data lives in a fresh /tmp directory that others may traverse."""
-    root = Path(tempfile.mkdtemp(prefix=prefix))
-    root.chmod(0o711)
-    server = EmbeddedPostgres(root / "data", settings=POSTGRES_TEST_SETTINGS)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+def throwaway_postgres(prefix: str) -> AbstractContextManager[EmbeddedPostgres]:
+    """A started embedded server with the test settings, stopped and deleted on exit."""
+    return throwaway_server(prefix, POSTGRES_TEST_SETTINGS)
 
 
 @pytest.fixture(scope="session")

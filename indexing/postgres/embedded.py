@@ -10,6 +10,7 @@ The server listens on 127.0.0.1 only (no Unix socket), trusts every loopback con
 
     with EmbeddedPostgres(Path("var/pg")) as server:
         backend = PostgresBackend(server.dsn)
+    with throwaway_server("aer-pg-") as server: ...   # tests and benchmarks: a fresh server, deleted after
 
     python -m indexing.postgres.embedded --data var/pg --port 5433   # a developer's server, in the foreground
 """
@@ -20,12 +21,15 @@ import argparse
 import importlib.util
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -178,6 +182,22 @@ class EmbeddedPostgres:
                 f"{command[0]} failed ({result.returncode}): {result.stderr.strip() or result.stdout.strip()}\n{log}"
             )
         return result
+
+
+@contextmanager
+def throwaway_server(prefix: str, settings: dict[str, str] | None = None) -> Iterator[EmbeddedPostgres]:
+    """A started server in a fresh temporary directory, stopped and deleted on exit. The directory is created
+    traversable by others (0711): as root the server runs as the postgres user, which a root-owned 0700 directory
+    (pytest's, mkdtemp's) would lock out of its data."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o711)
+    server = EmbeddedPostgres(root / "data", settings=settings)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
