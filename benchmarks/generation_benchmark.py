@@ -337,6 +337,8 @@ def run(settings: BenchmarkSettings) -> dict:
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
             # process-wide (runtime/memory.py), so the other engines run with it too
             "retain_freed_memory": device.type == "cpu" and retain_freed_memory(),
+            # process-wide too (runtime/openmp.py); llama.cpp's process inherits them
+            "openmp": {name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
         },
         "ttft_rounds_s": ttft,
         "decode_rounds_tokens_per_s": decode_rounds,

@@ -11,6 +11,7 @@
     lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
 """
 
+import runtime  # noqa: F401  (first: it sets OpenMP's waiting policy before torch loads)
 from models.detokenize import GenerationResult
 from models.engine import ContextLengthError, Generator
 from models.kv_cache import KVCache

@@ -1,7 +1,11 @@
 """Where models run: devices and precisions, in one vocabulary for every package, and the process's allocator
 settings (imports nothing of ours)."""
 
-from runtime.device import PRECISIONS, cpu_has_native_bfloat16, resolve_device, resolve_dtype
-from runtime.memory import retain_freed_memory
+from runtime.openmp import configure_openmp
+
+configure_openmp()  # before runtime.device imports torch: libgomp reads its settings when it loads
+
+from runtime.device import PRECISIONS, cpu_has_native_bfloat16, resolve_device, resolve_dtype  # noqa: E402
+from runtime.memory import retain_freed_memory  # noqa: E402
 
 __all__ = ["PRECISIONS", "cpu_has_native_bfloat16", "resolve_device", "resolve_dtype", "retain_freed_memory"]
