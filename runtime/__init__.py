@@ -1,5 +1,6 @@
-"""Where models run: devices and precisions, in one vocabulary for every package, and the process's allocator
-settings (imports nothing of ours)."""
+"""Where models run: devices and precisions, in one vocabulary for every package, and the process's allocator and
+OpenMP settings (imports nothing of ours). Importing it sets OpenMP's waiting policy (openmp.py), so the packages
+that run models import it before anything that loads torch."""
 
 from runtime.openmp import configure_openmp
 
