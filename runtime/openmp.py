@@ -9,6 +9,10 @@ the unthrottled spin at libgomp's own default (300,000, about 3 ms), so an idle 
 Measured on the 2-core EPYC (benchmarks/generation_benchmark.py): time to first token of the 1,485-token prompt
 4.54 -> 3.77 s, batch-1 decode 88 -> 113 tokens/s.
 
+Every OpenMP runtime in this environment is libgomp (torch's, and the copies faiss and scikit-learn bundle). LLVM's
+and Intel's runtimes read OMP_WAIT_POLICY=ACTIVE as "never sleep": a build of torch on one of them should set
+OMP_WAIT_POLICY itself (kept, below) rather than take this default.
+
 libgomp reads these once, when it is loaded: `configure_openmp()` runs when `runtime` is first imported, and the
 packages that run models import `runtime` before anything that imports torch. A value the user set is kept.
 """
