@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = "import {package}, torch, os; from runtime import openmp; print(openmp.configured_before_torch, os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])"  # noqa: E501
+PROBE = ("import {package}, torch, os; from runtime import openmp; "
+         "print(openmp.configured_before_torch, os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
 
 
 def probe(package: str, **environment: str) -> list[str]:
