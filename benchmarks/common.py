@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from runtime.openmp import openmp_settings
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 SHARED = REPO_ROOT.parent / "shared"
@@ -38,7 +40,7 @@ def machine() -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "openmp": {name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
+        "openmp": openmp_settings(),
     }
 
 

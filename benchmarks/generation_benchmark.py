@@ -44,6 +44,7 @@ from models.scheduler import SchedulerSettings
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
 from runtime.memory import retain_freed_memory
+from runtime.openmp import openmp_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -338,7 +339,7 @@ def run(settings: BenchmarkSettings) -> dict:
             # process-wide (runtime/memory.py), so the other engines run with it too
             "retain_freed_memory": device.type == "cpu" and retain_freed_memory(),
             # process-wide too (runtime/openmp.py); llama.cpp's process inherits them
-            "openmp": {name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")},
+            "openmp": openmp_settings(),
         },
         "ttft_rounds_s": ttft,
         "decode_rounds_tokens_per_s": decode_rounds,

@@ -155,8 +155,9 @@ class Embedder:
         self._model.max_seq_length = self.max_seq_length
         # One text (a search's question) skips sentence-transformers' per-call overhead: half the query's cost.
         self._one_text = LeanBertForward.of(self._model) if self.dtype == torch.float32 else None
-        self._one_text_tokenizer = self.files.tokenizer()
-        self._one_text_tokenizer.enable_truncation(self.max_seq_length)  # as sentence-transformers truncates
+        if self._one_text is not None:
+            self._one_text_tokenizer = self.files.tokenizer()
+            self._one_text_tokenizer.enable_truncation(self.max_seq_length)  # as sentence-transformers truncates
 
     @property
     def weights_sha256(self) -> str:

@@ -27,6 +27,11 @@ OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "300000"}
 configured_before_torch = False
 
 
+def openmp_settings() -> dict[str, str | None]:
+    """The waiting settings this process runs with (what benchmarks record beside their figures)."""
+    return {name: os.environ.get(name) for name in OPENMP_DEFAULTS}
+
+
 def configure_openmp() -> bool:
     """Set the defaults the user has not set; True when they can still take effect (torch not yet loaded)."""
     global configured_before_torch

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from runtime.openmp import OPENMP_DEFAULTS
+
 REPO = Path(__file__).resolve().parents[2]
 PROBE = ("import {package}, torch, os; from runtime import openmp; "
          "print(openmp.configured_before_torch, os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
 
 
 def probe(package: str, **environment: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")} | environment
+    env = {k: v for k, v in os.environ.items() if k not in OPENMP_DEFAULTS} | environment
     done = subprocess.run([sys.executable, "-c", PROBE.format(package=package)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     return done.stdout.split()
