@@ -1,5 +1,6 @@
-"""Generation speed, side by side: our engine (its default weights, and the float32 reference path) against
-llama.cpp and transformers' generate(), the same GGUF, threads and prompts, in one run.
+"""Generation speed, side by side: our engine (its default, and its reference path: float32 on CPU, the decode
+step without our fused kernels on a GPU) against llama.cpp and transformers' generate(), the same GGUF, threads and
+prompts, in one run.
 
 Measures batch-1 decode tokens/s, time to first token (TTFT) for a ~1,500-token RAG prompt (cold, and with the
 system-message prefix already cached), batch-16 throughput, and the continuous-batching engine's decode-only
@@ -9,7 +10,8 @@ benchmarks/results/generation_<device>.json.
 
     .venv/bin/python -m benchmarks.generation_benchmark --device cpu --threads 2   # ~12 minutes
     .venv/bin/python -m benchmarks.generation_benchmark --device cuda         # bfloat16
-    .venv/bin/python -m benchmarks.generation_benchmark --device cuda --random-weights  # no GGUF needed
+    .venv/bin/python -m benchmarks.generation_benchmark --device cuda --random-weights \
+        --gguf var/smollm2-metadata.gguf  # no weights needed: shapes and tokenizer (benchmarks/gguf_metadata.py)
 
 The llama.cpp column needs llama-cpp-python (the optional `bench` extra, built from source); without it the column
 is skipped with a note. llama.cpp runs in a process of its own, as its users run it (benchmarks/llama_cpp_baseline.py
@@ -49,7 +51,6 @@ from runtime.openmp import openmp_settings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "aer_abstracts.csv"
-H100_BANDWIDTH = 3.35e12  # bytes/s, HBM3 (SXM)
 SYSTEM = ("You are a research assistant for American Economic Review abstracts. Answer only from the "
           "numbered passages below and cite them like [1]. If they do not contain the answer, say so.")
 QUESTIONS = [
@@ -77,7 +78,8 @@ class BenchmarkSettings:
     streams: int = 8  # concurrent streams for the continuous-batching row
     baseline_batch_new_tokens: int = 8
     threads: int | None = None
-    random_weights: bool = False
+    random_weights: bool = False  # SmolLM2's shapes from the GGUF's metadata, random values
+    gguf: str | None = None  # default: the shipped SmolLM2 GGUF
     skip_baseline: bool = False  # transformers
     skip_llama_cpp: bool = False
     weights: str = "auto"  # our engine's decode weights (models/quantized.py); CPU also runs the float32 reference
@@ -95,6 +97,29 @@ class BenchmarkSettings:
             raise ValueError("prompt_tokens must be >= 100, batch and the round counts >= 1.")
         if self.weights not in WEIGHT_CHOICES:
             raise ValueError(f"weights must be one of {WEIGHT_CHOICES}, got {self.weights!r}.")
+
+
+def random_tensors(config: ModelConfig, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Hugging Face-named weights of the config's shapes: speeds depend on shapes, not values."""
+    rng = torch.Generator().manual_seed(seed)
+    hidden, inter = config.hidden_size, config.intermediate_size
+    q_rows, kv_rows = config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
+    shapes = {"model.embed_tokens.weight": (config.vocab_size, hidden), "model.norm.weight": (hidden,)}
+    if not config.tie_embeddings:
+        shapes["lm_head.weight"] = (config.vocab_size, hidden)
+    for i in range(config.num_layers):
+        layer = f"model.layers.{i}."
+        attn, mlp = layer + "self_attn.", layer + "mlp."
+        shapes |= {layer + "input_layernorm.weight": (hidden,), layer + "post_attention_layernorm.weight": (hidden,),
+                   attn + "q_proj.weight": (q_rows, hidden), attn + "o_proj.weight": (hidden, q_rows),
+                   attn + "k_proj.weight": (kv_rows, hidden), attn + "v_proj.weight": (kv_rows, hidden),
+                   mlp + "gate_proj.weight": (inter, hidden), mlp + "up_proj.weight": (inter, hidden),
+                   mlp + "down_proj.weight": (hidden, inter)}  # fmt: skip
+        if config.attention_bias:
+            shapes |= {layer + f"self_attn.{p}_proj.bias": (rows,) for p, rows in (("q", q_rows), ("k", kv_rows),
+                                                                                 ("v", kv_rows))}  # fmt: skip
+    return {name: (torch.ones(shape) if name.endswith("norm.weight") else torch.randn(shape, generator=rng) * 0.02)
+            for name, shape in shapes.items()}  # fmt: skip
 
 
 def rag_prompt(tokenizer: Tokenizer, target_tokens: int, question: str, offset: int = 0) -> str:
@@ -131,15 +156,15 @@ def weight_bytes(config: ModelConfig, dtype: torch.dtype) -> int:
 
 
 def memory_bandwidth(device: torch.device) -> float:
-    """Measured copy bandwidth (bytes/s): the roofline for batch-1 decode."""
-    if device.type == "cuda":
-        return H100_BANDWIDTH if "H100" in torch.cuda.get_device_name() else float("nan")
-    source = torch.ones(128 * 1024 * 1024 // 4)  # 128 MiB, far beyond the caches
+    """Measured copy bandwidth (bytes read and written per second): the roofline for batch-1 decode."""
+    source = torch.ones((1024 if device.type == "cuda" else 128) * 1024 * 1024 // 4, device=device)  # beyond caches
     target = torch.empty_like(source)
     best = float("inf")
     for _ in range(5):
+        synchronize(device)
         started = time.perf_counter()
         target.copy_(source)
+        synchronize(device)
         best = min(best, time.perf_counter() - started)
     return 2 * source.numel() * 4 / best
 
@@ -219,23 +244,24 @@ def run(settings: BenchmarkSettings) -> dict:
     threads = torch.get_num_threads()
     device = resolve_device(settings.device)
     dtype = resolve_dtype(None, device, auto="exact")
-    gguf_path = default_gguf_path()
+    gguf_path = Path(settings.gguf) if settings.gguf else default_gguf_path()
     config, tensors, reader = load_gguf(gguf_path)
     tokenizer = Tokenizer.from_gguf(reader)
     blocks = gguf_blocks(reader) if device.type == "cpu" and not settings.random_weights else None
     if settings.random_weights:
-        generator_rng = torch.Generator().manual_seed(0)
-        tensors = {name: torch.randn(t.shape, generator=generator_rng) * 0.02 for name, t in tensors.items()}
+        tensors = random_tensors(config)
 
-    def engine(weights: str) -> Generator:
+    def engine(weights: str, fused_kernels: bool = True) -> Generator:
         return Generator(build_model(config, tensors, device=device, dtype=dtype), tokenizer,
                          model_name="SmolLM2-135M-Instruct" + (" (random)" if settings.random_weights else ""),
                          scheduler=SchedulerSettings(slots=max(settings.batch, settings.streams)), weights=weights,
-                         blocks=blocks)  # type: ignore[arg-type]  # fmt: skip
+                         blocks=blocks, fused_kernels=fused_kernels)  # type: ignore[arg-type]  # fmt: skip
 
     ours = {"ours": engine(settings.weights)}
-    if ours["ours"].weights != "float32":
+    if ours["ours"]._quantized is not None:
         ours["ours_float32"] = engine("float32")  # the reference path, timed beside the default
+    elif ours["ours"].fused_kernels:
+        ours["ours_unfused"] = engine(settings.weights, fused_kernels=False)  # the GPU's reference path
     llm = None if settings.skip_llama_cpp or settings.random_weights or device.type != "cpu" else (
         llama_cpp_baseline.start(gguf_path, threads, context=settings.prompt_tokens + 512))
     hf = None if settings.skip_baseline else reference_model(config, tensors, device, dtype)
@@ -323,6 +349,8 @@ def run(settings: BenchmarkSettings) -> dict:
     roofline = bandwidth / bytes_per_token
     decode_rates = rows["decode_tokens_per_s_batch1"]
 
+    reference = next((name for name in ours if name != "ours"), "ours_float32")
+
     def paired(name: str, other: str) -> float:  # each round's ratio (run back to back), then the median
         if other not in ttft:
             return float("nan")
@@ -355,12 +383,12 @@ def run(settings: BenchmarkSettings) -> dict:
         },
         "ratios": {
             "decode_batch1_ours_over_llama_cpp": decode_rates["ours"] / decode_rates.get("llama_cpp", float("nan")),
-            "decode_batch1_ours_over_float32": decode_rates["ours"] / decode_rates.get("ours_float32", float("nan")),
+            "decode_batch1_ours_over_reference": decode_rates["ours"] / decode_rates.get(reference, float("nan")),
             "decode_batch1_ours_over_transformers": decode_rates["ours"] / decode_rates.get("transformers",
                                                                                               float("nan")),
             # time to first token: ours over theirs (lower is better), median of the rounds' ratios
             "ttft_ours_over_llama_cpp_paired": 1 / paired("ours", "llama_cpp"),
-            "ttft_ours_over_float32_paired": 1 / paired("ours", "ours_float32"),
+            "ttft_ours_over_reference_paired": 1 / paired("ours", reference),
             "ttft_transformers_over_ours_paired": paired("ours", "transformers"),
             f"concurrent_{settings.streams}_over_llama_cpp_batch1": rows[streams_key]["ours"] / decode_rates.get(
                 "llama_cpp", float("nan")),
@@ -373,12 +401,14 @@ def print_report(report: dict) -> None:
     env = report["environment"]
     print(f"\nDevice {env['device']} ({env['dtype']}, {env['threads']} threads), weights {env['weights']}, "
           f"llama-cpp-python {env['llama_cpp_python']}, RAG prompt {report['prompt_tokens']['rag']} tokens")
-    columns = ("ours", "ours_float32", "llama_cpp", "transformers")
-    print(f"{'metric':<42}" + "".join(f"{c:>14}" for c in columns) + f"{'ours/llama':>12}{'ours/f32':>10}")
+    reference = next((name for name in report["results"]["decode_tokens_per_s_batch1"]
+                      if name in ("ours_float32", "ours_unfused")), "ours_float32")  # fmt: skip
+    columns = ("ours", reference, "llama_cpp", "transformers")
+    print(f"{'metric':<42}" + "".join(f"{c:>14}" for c in columns) + f"{'ours/llama':>12}{'ours/ref':>10}")
     for metric, values in report["results"].items():
         cells = "".join(f"{values[c]:>14.3f}" if c in values else f"{'':>14}" for c in columns)
         ratios = "".join(f"{values['ours'] / values[c]:>{w}.2f}x" if c in values else f"{'':>{w + 1}}"
-                         for c, w in (("llama_cpp", 11), ("ours_float32", 9)))  # fmt: skip
+                         for c, w in (("llama_cpp", 11), (reference, 9)))  # fmt: skip
         print(f"{metric:<42}{cells}{ratios}")
     for name, value in report["ratios"].items():
         print(f"  {name}: {value:.2f}x")
@@ -405,6 +435,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     parser.add_argument("--weights", choices=WEIGHT_CHOICES, default=defaults.weights)
     parser.add_argument("--random-weights", action="store_true")
+    parser.add_argument("--gguf", default=None, help="the model file (default: the shipped SmolLM2 GGUF)")
     parser.add_argument("--skip-baseline", action="store_true", help="no transformers column")
     parser.add_argument("--skip-llama-cpp", action="store_true", help="no llama.cpp column")
     args = parser.parse_args(argv)

