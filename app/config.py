@@ -80,6 +80,11 @@ class GenerationQueueSettings(BaseModel):
         description="Prompt tokens per forward while other answers stream, which decode in the same forward "
                     "(a rest of up to half a chunk joins the last chunk; alone: the whole prompt at once).",
     )
+    prefill_batch_tokens: int = Field(
+        1024, ge=16, le=32768,
+        description="Prompt tokens read together in one forward when no answer is streaming: the prompts of an "
+                    "answer's papers (and of other questions) share the forward's fixed cost.",
+    )
     timeout_s: float = Field(120.0, gt=0, le=3600)
     retry_after_s: int = Field(5, ge=1, le=600)
     shutdown_grace_s: float = Field(
@@ -92,7 +97,8 @@ class GenerationQueueSettings(BaseModel):
         # The engine's own line is longer than the queue: admission (app/generation.py) decides first, per answer,
         # and an answer is up to MAX_PAPERS generations.
         return SchedulerSettings(self.slots, self.slot_tokens, self.prefill_chunk,
-                                 (self.queue_size + self.slots) * MAX_PAPERS)  # fmt: skip
+                                 (self.queue_size + self.slots) * MAX_PAPERS,
+                                 prefill_batch_tokens=self.prefill_batch_tokens)  # fmt: skip
 
 
 class BackendSettings(BaseModel):

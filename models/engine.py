@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -71,8 +72,7 @@ class Generator:
         settings = scheduler or SchedulerSettings(reuse_prefix=reuse_prefix)
         # A request's prompt and answer share one slot of the scheduler's cache: that is the context.
         self.max_context = min(max_context or self.config.max_seq_len, self.config.max_seq_len, settings.slot_tokens)
-        self.scheduler_settings = SchedulerSettings(settings.slots, self.max_context, settings.prefill_chunk,
-                                                    settings.max_waiting, settings.reuse_prefix)  # fmt: skip
+        self.scheduler_settings = replace(settings, slot_tokens=self.max_context)
         self._cuda_graphs = cuda_graphs and self.device.type == "cuda"
         self.fused_kernels = fused_kernels and self._cuda_graphs and fused_kernels_available(self.device)
         self._quantized = decoder_for(model, weights, blocks)
@@ -146,8 +146,9 @@ class Generator:
 
     def generate(self, prompts: list[str], params: SamplingParams,
                  cancel: threading.Event | None = None) -> list[GenerationResult]:
-        """Complete every prompt (already rendered with the chat template); they are decoded together."""
-        streams = [self.stream(prompt, params, cancel) for prompt in prompts]
+        """Complete every prompt (already rendered with the chat template); they are read and decoded together."""
+        with self.scheduler.admitting_together():
+            streams = [self.stream(prompt, params, cancel) for prompt in prompts]
         return [stream.wait() for stream in streams]
 
     def stream(self, prompt: str, params: SamplingParams, cancel: threading.Event | None = None) -> TextStream:

@@ -8,7 +8,9 @@ known at start. Each turn of the loop
      prompt beside the next token of every running request, each at its own position: the weights are read
      once for both, so a new prompt neither stalls the streams already running for more than one chunk nor
      waits behind separate decode steps (with no stream running, the whole prompt goes in one forward: larger
-     matmuls, less time to the first token);
+     matmuls, less time to the first token). Younger prompts that fit whole in what is left of the forward's
+     budget (prefill_chunk, or prefill_batch_tokens with no stream running) are read in the same forward: a
+     forward has a fixed cost (on a GPU, most of a short prompt's), paid once for all of them;
   3. samples each request's token with its own sampling parameters, seed, stop strings, no-repeat state and
      text sink;
   4. lets cancelled and finished requests go, freeing their slots at once.
@@ -24,7 +26,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -65,9 +68,11 @@ class SchedulerSettings:
     prefill_chunk: int = 256  # prompt tokens per forward while other requests decode (a rest < 1/2 chunk joins)
     max_waiting: int = 64  # requests waiting for a slot
     reuse_prefix: bool = True
+    prefill_batch_tokens: int = 1024  # prompt tokens read together in one forward with no stream running
 
     def __post_init__(self) -> None:
-        if min(self.slots, self.prefill_chunk) < 1 or self.slot_tokens < 16 or self.max_waiting < 0:
+        if min(self.slots, self.prefill_chunk, self.prefill_batch_tokens) < 1 or self.slot_tokens < 16 \
+                or self.max_waiting < 0:
             raise ValueError(f"Invalid scheduler settings: {self}.")
 
 
@@ -172,6 +177,12 @@ class Scheduler:
             self._condition.notify()
         return RequestHandle(len(prompt_ids), request.cancelled, lambda: request.output.steps, self.wake)
 
+    @contextmanager
+    def admitting_together(self) -> Iterator[None]:
+        """Requests submitted inside are admitted in one turn of the loop (then read together, see _chunks)."""
+        with self._condition:
+            yield
+
     def forget_prefixes(self) -> None:
         """Drop what the free slots remember (benchmarks time a cold prompt with it)."""
         with self._condition:
@@ -267,28 +278,46 @@ class Scheduler:
                 self._finish(request)
 
     def _forward(self) -> None:
-        """One forward of the model: a chunk of the oldest prompt still being read beside one decode step of every
-        running answer, so that the weights are read once for both (either may be absent)."""
+        """One forward of the model: chunks of the prompts still being read (the oldest first) beside one decode
+        step of every running answer, so that the weights are read once for all of them (either may be absent)."""
         decoding = [r for r in self._running if r.decoding]
-        reading = [r for r in self._running if not r.decoding]
-        prompt = min(reading, key=lambda r: r.submitted) if reading else None  # oldest first
-        chunk = self._chunk(prompt, whole=not decoding) if prompt is not None else None
+        reading = sorted((r for r in self._running if not r.decoding), key=lambda r: r.submitted)
+        chunks = self._chunks(reading, whole=not decoding)
         step = self._decode_segment(decoding) if decoding else None
-        if chunk is None and step is None:
+        if not chunks and step is None:
             return
-        if chunk is None:
+        segments = [chunk for _, chunk in chunks]
+        if not chunks:
             assert step is not None
             logits = [self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # a graph may replay it
         elif step is not None and self._decode_apart:
-            logits = [*self.model.forward_segments([chunk]),
+            logits = [*self.model.forward_segments(segments),
                       self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # fmt: skip
         else:
-            logits = self.model.forward_segments([chunk] if step is None else [chunk, step])
-        if prompt is not None and chunk is not None:
-            self._read(prompt, chunk.tokens.shape[1], logits[0])
+            logits = self.model.forward_segments(segments if step is None else [*segments, step])
+        for (request, chunk), request_logits in zip(chunks, logits, strict=False):
+            self._read(request, chunk.tokens.shape[1], request_logits)
         if decoding:
             self.steps += 1
             self._advance(decoding, logits[-1])
+
+    def _chunks(self, reading: list[Request], whole: bool) -> list[tuple[Request, Segment]]:
+        """The oldest prompt's next chunk (see _chunk), then the next prompts whole while they fit in what is left of
+        the forward's budget: prefill_batch_tokens when nothing else is decoding, else prefill_chunk."""
+        if not reading:
+            return []
+        first = self._chunk(reading[0], whole)
+        chunks, left = [(reading[0], first)], self._budget(whole) - first.tokens.shape[1]
+        for request in reading[1:]:
+            rest = len(request.prompt_ids) - request.filled
+            if rest > left:
+                break  # the oldest first: a younger prompt does not overtake one that waits
+            chunks.append((request, self._chunk(request, whole=True)))
+            left -= rest
+        return chunks
+
+    def _budget(self, whole: bool) -> int:
+        return self.settings.prefill_batch_tokens if whole else self.settings.prefill_chunk
 
     def _chunk(self, request: Request, whole: bool) -> Segment:
         """The request's next prompt tokens: all of them when nothing else is decoding (larger matmuls), else

@@ -151,6 +151,24 @@ def test_a_prompt_chunk_and_the_decode_step_share_one_forward(tiny_gguf) -> None
     assert all(shapes[1:] == [(1, 1)] for shapes in with_chunk)  # every chunk rode with the decode step
 
 
+@pytest.mark.parametrize("weights", ["float32", "q4_1"])
+def test_prompts_waiting_together_are_read_in_one_forward(tiny_gguf, weights: str) -> None:
+    """With no answer streaming, the waiting prompts go into one forward while they fit prefill_batch_tokens (the
+    oldest first, whole), and each gets what it gets alone."""
+    prompts = ["hello there", "the quick brown fox", "ab", " ".join(["word"] * 30)]
+    params = SamplingParams(max_new_tokens=6, ignore_eos=True)
+    alone = [engine(tiny_gguf, weights).generate([prompt], params)[0].token_ids for prompt in prompts]
+    generator = engine(tiny_gguf, weights, slots=4, prefill_batch_tokens=40)
+    lengths = [generator.count_tokens(prompt) for prompt in prompts]
+    assert sum(lengths[:3]) <= 40 < sum(lengths)  # the first three fit, the fourth does not
+    forwards = record_forwards(generator)
+    together = [result.token_ids for result in generator.generate(prompts, params)]
+    assert together == alone
+    reads = [[shape for shape in shapes if shape[1] > 1] for shapes in forwards]
+    assert [n for _, n in reads[0]] == lengths[:3]  # read together, the oldest first
+    assert [len(read) for read in reads].count(1) == 1 and sum(map(len, reads)) == 4  # the fourth alone, later
+
+
 def test_with_quantized_weights_the_decode_step_runs_apart_from_prompt_chunks(tiny_gguf) -> None:
     """The quantized step is other arithmetic than the float32 forward: the running rows always go through it (an
     answer does not depend on what else runs), and the prompt chunks through the model, one forward each."""
