@@ -25,6 +25,10 @@ class OutputText:
 
     Text is held back while it ends in an incomplete UTF-8 sequence (decoded as U+FFFD) or could be the
     beginning of a stop string, so streamed deltas always concatenate to the final text.
+
+    Each token decodes a short window, not the whole output (which made a long answer quadratic): the tokens
+    since the last complete text (`_read`) after a few tokens of context (`_prefix`, which decoders that strip or
+    merge at a boundary need), keeping the difference, as text-generation-inference does.
     """
 
     def __init__(self, tokenizer: Tokenizer, params: SamplingParams) -> None:
@@ -36,6 +40,8 @@ class OutputText:
         self.text = ""
         self.emitted = 0
         self.finish_reason: FinishReason | None = None
+        self._prefix = self._read = 0  # token_ids[_prefix:_read]: context; token_ids[_read:]: not in text yet
+        self._pending = ""  # the decoded tail of token_ids[_read:] while it ends in an incomplete sequence
 
     @property
     def finished(self) -> bool:
@@ -49,11 +55,18 @@ class OutputText:
             self.finish_reason = "stop"
             return
         self.token_ids.append(token)
-        previous_length = len(self.text)
-        self.text = self.tokenizer.decode(self.token_ids)
+        context = self.tokenizer.decode(self.token_ids[self._prefix : self._read])
+        window = self.tokenizer.decode(self.token_ids[self._prefix :])
+        self.text = self.text[: len(self.text) - len(self._pending)]
+        stable = len(self.text)  # the text before this can no longer change
+        self._pending = window[len(context) :]
+        self.text += self._pending
+        if self._pending and not self._pending.endswith("\ufffd"):  # complete: the window moves on
+            self._pending = ""
+            self._prefix, self._read = self._read, len(self.token_ids)
         if self.stop:
             # Only the new tail can contain a stop string that was not there before.
-            search_from = max(0, previous_length - max(map(len, self.stop)) + 1)
+            search_from = max(0, stable - max(map(len, self.stop)) + 1)
             hits = [i for s in self.stop if (i := self.text.find(s, search_from)) >= 0]
             if hits:
                 self.text = self.text[:min(hits)]

@@ -341,15 +341,12 @@ class Scheduler:
         slot in use); rows without a decoding request write to their scratch slot and are not read."""
         rows = 1 + max(r.slot.index for r in decoding)  # type: ignore[union-attr]
         scratch = self.settings.slot_tokens - 1  # never part of a request's tokens
-        # Tokens and positions in one host buffer, one copy to the device: pinned on a GPU, so that the copy is
-        # queued behind the previous step rather than waiting for it.
-        staged = torch.empty(2, rows, dtype=torch.long, pin_memory=self.device.type == "cuda")
-        staged[0], staged[1] = 0, scratch
+        tokens, positions = [0] * rows, [scratch] * rows
         for request in decoding:
-            staged[0, request.slot.index] = request.next_token  # type: ignore[union-attr]
-            staged[1, request.slot.index] = request.filled  # type: ignore[union-attr]
+            tokens[request.slot.index] = request.next_token  # type: ignore[union-attr, call-overload]
+            positions[request.slot.index] = request.filled  # type: ignore[union-attr]
         attend_len = 1 + max(r.filled for r in decoding)
-        staged = staged.to(self.device, non_blocking=True)
+        staged = torch.tensor([tokens, positions]).to(self.device, non_blocking=True)  # one copy to the device
         return Segment(staged[0].view(rows, 1), self.cache.rows(0, rows), staged[1], attend_len)
 
     def _advance(self, decoding: list[Request], logits: Tensor) -> None:
