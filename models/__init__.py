@@ -8,6 +8,7 @@
     scheduler.py    continuous batching: one loop, prompt chunks and decode rows in one forward
     beam_search.py  beam search                                    cuda_graphs.py  CUDA-graph decode steps
     quantized.py    the CPU decode step on GGML Q4_1/Q8_0 blocks: one C++ call per step (native.py, kernels/)
+    fused_step.py   the GPU decode step through our Triton kernels (triton_kernels.py), for the CUDA graph
     lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
 """
 

@@ -1,7 +1,7 @@
 """Our fused GPU kernels for the decode step (Triton), each replacing a run of small torch ops.
 
 A 135M model's decode step on a GPU is launch-bound: about 31 kernels a layer, each a few microseconds, even
-inside a CUDA graph. These four kernels cut that to 12 a layer (fused_step.py puts them together):
+inside a CUDA graph. These four kernels cut that to 11 a layer (fused_step.py puts them together):
 
 - add_rms_norm: the residual add and the next RMSNorm in one pass (six kernels -> one);
 - rope_cache_write: rotary embedding of the queries and keys, and the keys' and values' cache writes;
@@ -144,83 +144,3 @@ def silu_mul(gate_up: Tensor) -> Tensor:
     _silu_mul_kernel[(rows, triton.cdiv(width, block))](gate_up, out, width, BLOCK=block)
     return out
 
-
-@triton.jit
-def _residual_block(x_ptr, delta_ptr, sum_ptr, offsets, inside, store, HAS_DELTA: tl.constexpr):
-    """A block of x, or of x + delta rounded to the activations' dtype as torch's add is (stored where `store`)."""
-    x = tl.load(x_ptr + offsets, mask=inside, other=0.0)
-    if HAS_DELTA:
-        x = (x.to(tl.float32) + tl.load(delta_ptr + offsets, mask=inside, other=0.0).to(tl.float32))
-        x = x.to(sum_ptr.dtype.element_ty)
-        tl.store(sum_ptr + offsets, x, mask=inside & store)
-    return x
-
-
-@triton.jit
-def _fused_linear_kernel(x_ptr, delta_ptr, norm_ptr, sum_ptr, weight_ptr, bias_ptr, out_ptr, rows, outputs, eps,
-                         columns: tl.constexpr, PROLOGUE: tl.constexpr, HAS_DELTA: tl.constexpr, HAS_BIAS: tl.constexpr,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
-    """out = prologue(x) @ weight.T (+ bias) for a few rows: each program computes BLOCK_N outputs of BLOCK_M
-    rows. PROLOGUE 1: RMSNorm(x + delta) * norm (the first column block's programs store x + delta); 2: SwiGLU,
-    silu(gate) * up of x = [gate | up]; 0: x as it is. (columns is a compile-time constant: one kernel per
-    weight shape, and loops over it that Triton's interpreter also runs.)"""
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    row = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
-    dtype = out_ptr.dtype.element_ty
-    rstd = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    if PROLOGUE == 1:  # a first pass for each row's root mean square
-        for start in range(0, columns, BLOCK_K):
-            k = start + tl.arange(0, BLOCK_K)[None, :]
-            x = _residual_block(x_ptr, delta_ptr, sum_ptr, row * columns + k, (row < rows) & (k < columns),
-                                tl.program_id(0) < 0, HAS_DELTA).to(tl.float32)  # (stores nothing)
-            rstd += tl.sum(x * x, axis=1)
-        rstd = tl.rsqrt(rstd / columns + eps)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for start in range(0, columns, BLOCK_K):
-        k = start + tl.arange(0, BLOCK_K)[None, :]
-        inside = (row < rows) & (k < columns)
-        if PROLOGUE == 1:
-            # the first column block's programs store x + delta, the residual stream after this add
-            x = _residual_block(x_ptr, delta_ptr, sum_ptr, row * columns + k, inside, tl.program_id(0) == 0,
-                                HAS_DELTA)  # fmt: skip
-            scaled = (x.to(tl.float32) * rstd[:, None]).to(dtype)
-            norm = tl.load(norm_ptr + k, mask=k < columns, other=0.0).to(tl.float32)
-            a = (scaled.to(tl.float32) * norm).to(dtype)
-        elif PROLOGUE == 2:
-            gate = tl.load(x_ptr + row * 2 * columns + k, mask=inside, other=0.0).to(tl.float32)
-            up = tl.load(x_ptr + row * 2 * columns + columns + k, mask=inside, other=0.0).to(tl.float32)
-            a = ((gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32) * up).to(dtype)
-        else:
-            a = tl.load(x_ptr + row * columns + k, mask=inside, other=0.0)
-        weight = tl.load(weight_ptr + n[:, None] * columns + k, mask=(n[:, None] < outputs) & (k < columns),
-                         other=0.0)  # fmt: skip
-        acc += tl.dot(a, tl.trans(weight))
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + n, mask=n < outputs, other=0.0).to(tl.float32)[None, :]
-    tl.store(out_ptr + row * outputs + n[None, :], acc.to(dtype), mask=(row < rows) & (n[None, :] < outputs))
-
-
-def _fused_linear(x: Tensor, weight: Tensor, bias: Tensor | None, prologue: int, delta: Tensor | None = None,
-                  norm: Tensor | None = None, eps: float = 0.0) -> tuple[Tensor, Tensor]:  # fmt: skip
-    rows, (outputs, columns) = x.shape[0], weight.shape
-    out = torch.empty(rows, outputs, device=x.device, dtype=x.dtype)
-    total = torch.empty(rows, columns, device=x.device, dtype=x.dtype) if delta is not None else x
-    block_n = 16 if outputs <= 1024 else 32  # enough programs to keep the SMs reading the weight
-    grid = (triton.cdiv(outputs, block_n), triton.cdiv(rows, 16))
-    _fused_linear_kernel[grid](x, x if delta is None else delta, x if norm is None else norm, total, weight,
-                               weight if bias is None else bias, out, rows, outputs, eps, columns=columns,
-                               PROLOGUE=prologue, HAS_DELTA=delta is not None, HAS_BIAS=bias is not None,
-                               BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=64)  # fmt: skip
-    return out, total
-
-
-def add_rms_norm_linear(x: Tensor, delta: Tensor | None, norm: Tensor, eps: float, weight: Tensor,
-                        bias: Tensor | None = None) -> tuple[Tensor, Tensor]:  # fmt: skip
-    """(x + delta, RMSNorm(x + delta) * norm @ weight.T + bias) for x (N, C), as add_rms_norm then F.linear."""
-    out, total = _fused_linear(x, weight, bias, 1, delta, norm, eps)
-    return total, out
-
-
-def silu_mul_linear(gate_up: Tensor, weight: Tensor) -> Tensor:
-    """(silu(gate) * up) @ weight.T for gate_up (N, 2I), as silu_mul then F.linear."""
-    return _fused_linear(gate_up, weight, None, 2)[0]

@@ -17,9 +17,7 @@ PROMPTS = [[5, 17, 42, 99, 3, 8], [3, 250], [7] * 11]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("qkv_bias", [False, True], ids=["llama", "qwen2-biases"])
-@pytest.mark.parametrize("projections", [True, False], ids=["fused-projections", "torch-projections"])
-def test_fused_step_equals_the_models_step(make_hf_llama, dtype: torch.dtype, qkv_bias: bool,
-                                           projections: bool) -> None:  # fmt: skip
+def test_fused_step_equals_the_models_step(make_hf_llama, dtype: torch.dtype, qkv_bias: bool) -> None:
     hf = make_hf_llama(attention_bias=qkv_bias)
     model = build_model(config_from_hf(hf.config.to_dict()), hf.state_dict(), device=DEVICE, dtype=dtype)
     cache = KVCache.allocate(model.config, 4, 48, torch.device(DEVICE), dtype)
@@ -32,7 +30,7 @@ def test_fused_step_equals_the_models_step(make_hf_llama, dtype: torch.dtype, qk
             model(torch.tensor([ids], device=DEVICE), cache.rows(row, row + 1), 0)
         fused_cache = KVCache([k.clone() for k in cache.k], [v.clone() for v in cache.v])
         expected = model(step, cache.rows(0, 3), positions, attend_len=32)
-        got = FusedDecodeStep(model, projections)(step, fused_cache.rows(0, 3), positions, 32)
+        got = FusedDecodeStep(model)(step, fused_cache.rows(0, 3), positions, 32)
     assert got.shape == expected.shape and got.dtype == torch.float32
     tolerance = 1e-4 if dtype == torch.float32 else 0.02
     assert (got - expected).abs().max() <= tolerance * expected.abs().max()

@@ -80,35 +80,3 @@ def test_silu_mul_is_swiglus_product(dtype: torch.dtype) -> None:
     gate, up = gate_up.split(1100, dim=-1)
     assert close(triton_kernels.silu_mul(gate_up), F.silu(gate) * up)
 
-
-def near(got: torch.Tensor, expected: torch.Tensor) -> bool:
-    """A product's result: equal up to the accumulation order, a few roundings of the dtype at the largest value."""
-    tolerance = 1e-5 if expected.dtype == torch.float32 else 4 * torch.finfo(expected.dtype).eps
-    return bool((got.float() - expected.float()).abs().max() <= tolerance * expected.float().abs().max())
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows", [1, 3, 17])  # 17: a second block of rows
-@pytest.mark.parametrize("with_delta", [True, False])
-def test_add_rms_norm_linear_is_the_add_the_norm_then_the_projection(dtype: torch.dtype, rows: int,
-                                                                     with_delta: bool) -> None:  # fmt: skip
-    torch.manual_seed(0)
-    norm = RMSNorm(96, 1e-5).to(DEVICE, dtype)
-    norm.weight.data.uniform_(0.5, 1.5)
-    x, delta = (torch.randn(rows, 96, device=DEVICE, dtype=dtype) * 3 for _ in range(2))
-    weight, bias = torch.randn(200, 96, device=DEVICE, dtype=dtype) / 10, torch.randn(200, device=DEVICE, dtype=dtype)
-    total, out = triton_kernels.add_rms_norm_linear(x, delta if with_delta else None, norm.weight, norm.eps,
-                                                    weight, bias)  # fmt: skip
-    expected_total = x + delta if with_delta else x
-    assert torch.equal(total, expected_total)
-    assert near(out, F.linear(norm(expected_total), weight, bias))
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows", [1, 17])
-def test_silu_mul_linear_is_swiglus_product_then_the_projection(dtype: torch.dtype, rows: int) -> None:
-    torch.manual_seed(0)
-    gate_up = torch.randn(rows, 2 * 160, device=DEVICE, dtype=dtype) * 2
-    weight = torch.randn(96, 160, device=DEVICE, dtype=dtype) / 10
-    gate, up = gate_up.split(160, dim=-1)
-    assert near(triton_kernels.silu_mul_linear(gate_up, weight), F.linear(F.silu(gate) * up, weight))
