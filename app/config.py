@@ -80,10 +80,12 @@ class GenerationQueueSettings(BaseModel):
         description="Prompt tokens per forward while other answers stream, which decode in the same forward "
                     "(a rest of up to half a chunk joins the last chunk; alone: the whole prompt at once).",
     )
-    prefill_batch_tokens: int = Field(
-        1024, ge=16, le=32768,
-        description="Prompt tokens read together in one forward when no answer is streaming: the prompts of an "
-                    "answer's papers (and of other questions) share the forward's fixed cost.",
+    prefill_batch_tokens: int | None = Field(
+        None, ge=0, le=32768,
+        description="Prompt tokens read together in one forward when no answer is streaming, so that the prompts of "
+                    "an answer's papers (and of other questions) share the forward's fixed cost; unset: 1024 on a "
+                    "GPU, 0 on CPU (one prompt at a time: there a prompt's arithmetic is the cost, and batching would "
+                    "hold back the first one's first token).",
     )
     timeout_s: float = Field(120.0, gt=0, le=3600)
     retry_after_s: int = Field(5, ge=1, le=600)

@@ -10,7 +10,9 @@ known at start. Each turn of the loop
      waits behind separate decode steps (with no stream running, the whole prompt goes in one forward: larger
      matmuls, less time to the first token). Younger prompts that fit whole in what is left of the forward's
      budget (prefill_chunk, or prefill_batch_tokens with no stream running) are read in the same forward: a
-     forward has a fixed cost (on a GPU, most of a short prompt's), paid once for all of them;
+     forward has a fixed cost (on a GPU, most of a short prompt's), paid once for all of them. On CPU, where a
+     prompt's arithmetic is the cost, prompts are by default not batched with no stream running: the oldest one's
+     first token would wait for the others';
   3. samples each request's token with its own sampling parameters, seed, stop strings, no-repeat state and
      text sink;
   4. lets cancelled and finished requests go, freeing their slots at once.
@@ -61,6 +63,9 @@ class RequestSink(Protocol):
     def on_error(self, error: BaseException) -> None: ...
 
 
+GPU_PREFILL_BATCH_TOKENS = 1024  # on an H200 a forward of a prompt costs ~17 ms of launches whatever its length
+
+
 @dataclass(frozen=True)
 class SchedulerSettings:
     slots: int = 8  # requests decoded together
@@ -68,11 +73,12 @@ class SchedulerSettings:
     prefill_chunk: int = 256  # prompt tokens per forward while other requests decode (a rest < 1/2 chunk joins)
     max_waiting: int = 64  # requests waiting for a slot
     reuse_prefix: bool = True
-    prefill_batch_tokens: int = 1024  # prompt tokens read together in one forward with no stream running
+    # Prompt tokens read together in one forward with no stream running; None: 1024 on a GPU, 0 (one prompt) on CPU.
+    prefill_batch_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if min(self.slots, self.prefill_chunk, self.prefill_batch_tokens) < 1 or self.slot_tokens < 16 \
-                or self.max_waiting < 0:
+        if min(self.slots, self.prefill_chunk) < 1 or self.slot_tokens < 16 or self.max_waiting < 0 \
+                or (self.prefill_batch_tokens or 0) < 0:
             raise ValueError(f"Invalid scheduler settings: {self}.")
 
 
@@ -317,7 +323,11 @@ class Scheduler:
         return chunks
 
     def _budget(self, whole: bool) -> int:
-        return self.settings.prefill_batch_tokens if whole else self.settings.prefill_chunk
+        if not whole:
+            return self.settings.prefill_chunk
+        if self.settings.prefill_batch_tokens is None:
+            return GPU_PREFILL_BATCH_TOKENS if self.device.type == "cuda" else 0
+        return self.settings.prefill_batch_tokens
 
     def _chunk(self, request: Request, whole: bool) -> Segment:
         """The request's next prompt tokens: all of them when nothing else is decoding (larger matmuls), else
