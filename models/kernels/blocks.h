@@ -20,7 +20,7 @@
 namespace {
 
 constexpr int64_t QK = 32;
-enum Format : int64_t { kQ4_1 = 1, kQ8_0 = 2 };
+enum Format : int64_t { kQ4_1 = 1, kQ8_0 = 2, kQ4_1x8 = 3 };  // Q4_1x8: Q4_1 rows repacked 8 at a time (repacked.h)
 
 struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };  // qs[j]: weight j (low nibble), weight j + 16 (high)
 struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
@@ -190,6 +190,8 @@ void dot_rows(int64_t format, const uint8_t* row, const BlockQ8_1* const* a, int
   return dot_q8_0_scalar<R>(w, a, nb, out);
 }
 
+#include "repacked.h"
+
 // ---------------------------------------------------------------------------------------------- quantization
 
 int64_t block_bytes(int64_t format) { return format == kQ4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ8_0); }
@@ -212,24 +214,58 @@ void quantize_activations(const float* x, int64_t k, BlockQ8_1* out) {  // as gg
 
 struct Matrix {
   int64_t format = 0, rows = 0, cols = 0;
-  torch::Tensor data;  // uint8 (rows, cols / 32 * block bytes)
+  torch::Tensor data;  // uint8 (rows, cols / 32 * block bytes), or for Q4_1x8 (rows / 8, cols / 32 * 160)
   const uint8_t* base = nullptr;  // data's bytes (data_ptr() checks the type on every call: too slow per row)
 
   const uint8_t* row(int64_t r) const { return base + r * (cols / QK) * block_bytes(format); }
+  const BlockQ4_1x8* group(int64_t g) const {  // Q4_1x8: rows 8g..8g+7
+    return reinterpret_cast<const BlockQ4_1x8*>(base) + g * (cols / QK);
+  }
 };
 
+// Raw blocks as GGML stores them; Q4_1 matrices whose rows come in eights are kept repacked (repacked.h).
 Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t cols) {
   TORCH_CHECK(format == kQ4_1 || format == kQ8_0, "unknown block format ", format);
   TORCH_CHECK(cols % QK == 0, "columns must be a multiple of 32, got ", cols);
   TORCH_CHECK(data.dtype() == torch::kUInt8 && data.is_contiguous() && data.device().is_cpu(), "raw blocks: uint8");
   TORCH_CHECK(data.numel() == rows * (cols / QK) * block_bytes(format), "raw blocks of the wrong size");
+  if (format == kQ4_1 && rows % 8 == 0) {
+    torch::Tensor packed = repack_q4_1x8(data.data_ptr<uint8_t>(), rows, cols / QK);
+    return Matrix{kQ4_1x8, rows, cols, packed, packed.data_ptr<uint8_t>()};
+  }
   return Matrix{format, rows, cols, data, data.data_ptr<uint8_t>()};
+}
+
+// matmul_rows for a repacked matrix: whole groups of 8 rows, of which rows begin..end-1 are written.
+void matmul_groups(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride, int64_t begin,
+                   int64_t end) {
+  const int64_t nb = w.cols / QK;
+  float results[4 * 8];
+  for (int64_t g = begin / 8; g * 8 < end; ++g) {
+    const int64_t first = std::max(begin, g * 8), last = std::min(end, g * 8 + 8);
+    auto emit = [&](int64_t i, int count) {
+      for (int j = 0; j < count; ++j)
+        for (int64_t r = first; r < last; ++r) out[(i + j) * out_stride + r] = results[8 * j + (r - g * 8)];
+    };
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const BlockQ8_1* rows[4] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb, act + (i + 3) * nb};
+      dot8_rows<4>(w.group(g), rows, nb, results);
+      emit(i, 4);
+    }
+    const BlockQ8_1* rows[3] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb};
+    if (n - i == 3) dot8_rows<3>(w.group(g), rows, nb, results);
+    if (n - i == 2) dot8_rows<2>(w.group(g), rows, nb, results);
+    if (n - i == 1) dot8_rows<1>(w.group(g), rows, nb, results);
+    emit(i, static_cast<int>(n - i));
+  }
 }
 
 // out[i * out_stride + r] = row r of w . activations row i, for i < n and begin <= r < end (activations: n rows of
 // cols / 32 blocks). The caller splits the rows over its threads.
 void matmul_rows(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride, int64_t begin,
                  int64_t end) {
+  if (w.format == kQ4_1x8) return matmul_groups(w, act, n, out, out_stride, begin, end);
   const int64_t nb = w.cols / QK;
   for (int64_t r = begin; r < end; ++r) {
     const uint8_t* row = w.row(r);
@@ -256,14 +292,17 @@ void matmul(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_
 }
 
 void dequantize_row(const Matrix& w, int64_t r, float* out) {
-  const uint8_t* row = w.row(r);
   for (int64_t b = 0; b < w.cols / QK; ++b, out += QK) {
-    if (w.format == kQ4_1) {
-      const auto& block = reinterpret_cast<const BlockQ4_1*>(row)[b];
+    if (w.format == kQ4_1x8) {
+      const BlockQ4_1 block = unpack_row(w.group(r / 8)[b], static_cast<int>(r % 8));
+      const float d = half_to_float(block.d), m = half_to_float(block.m);
+      for (int j = 0; j < 16; ++j) out[j] = d * (block.qs[j] & 15) + m, out[j + 16] = d * (block.qs[j] >> 4) + m;
+    } else if (w.format == kQ4_1) {
+      const auto& block = reinterpret_cast<const BlockQ4_1*>(w.row(r))[b];
       const float d = half_to_float(block.d), m = half_to_float(block.m);
       for (int j = 0; j < 16; ++j) out[j] = d * (block.qs[j] & 15) + m, out[j + 16] = d * (block.qs[j] >> 4) + m;
     } else {
-      const auto& block = reinterpret_cast<const BlockQ8_0*>(row)[b];
+      const auto& block = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
       const float d = half_to_float(block.d);
       for (int j = 0; j < QK; ++j) out[j] = d * block.qs[j];
     }

@@ -1,0 +1,102 @@
+// Q4_1 rows repacked eight at a time (ggml's "repacked" Q4_0 8x8 idea), for the products of several activation rows.
+//
+// Per group of 8 weight rows and per block of 32 columns: the 8 rows' scales and minimums side by side, then their
+// 4-bit values interleaved 4 bytes at a time, so that one 32-byte load holds 4 bytes of every row and one broadcast
+// of 4 activation bytes multiplies all 8 rows. The integer sums of 8 rows come out in the 8 lanes of one register,
+// and the float work is one multiply-add per block for 8 rows, where the plain layout does it per row; the 4-bit
+// values are unpacked once per block for all the activation rows. Included by blocks.h, which defines the blocks,
+// the kernel variant (g_isa) and the scalar products.
+#pragma once
+
+struct BlockQ4_1x8 {
+  uint16_t d[8], m[8];  // row r's scale and minimum (fp16)
+  uint8_t qs[128];      // qs[32 v + 4 r + i] = row r's qs[4 v + i]: its weights 4v+i (low nibble) and 16+4v+i (high)
+};
+static_assert(sizeof(BlockQ4_1x8) == 160, "eight Q4_1 blocks");
+
+// Raw Q4_1 rows (a multiple of 8) -> groups of 8 rows, each nb repacked blocks.
+torch::Tensor repack_q4_1x8(const uint8_t* raw, int64_t rows, int64_t nb) {
+  torch::Tensor out = torch::empty({rows / 8, nb * static_cast<int64_t>(sizeof(BlockQ4_1x8))}, torch::kUInt8);
+  auto* groups = reinterpret_cast<BlockQ4_1x8*>(out.data_ptr<uint8_t>());
+  const auto* blocks = reinterpret_cast<const BlockQ4_1*>(raw);
+  at::parallel_for(0, rows / 8, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      for (int64_t b = 0; b < nb; ++b) {
+        BlockQ4_1x8& packed = groups[g * nb + b];
+        for (int r = 0; r < 8; ++r) {
+          const BlockQ4_1& block = blocks[(g * 8 + r) * nb + b];
+          packed.d[r] = block.d;
+          packed.m[r] = block.m;
+          for (int v = 0; v < 4; ++v) std::memcpy(&packed.qs[32 * v + 4 * r], &block.qs[4 * v], 4);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// Row r of a group's block as a plain block.
+BlockQ4_1 unpack_row(const BlockQ4_1x8& packed, int r) {
+  BlockQ4_1 block;
+  block.d = packed.d[r];
+  block.m = packed.m[r];
+  for (int v = 0; v < 4; ++v) std::memcpy(&block.qs[4 * v], &packed.qs[32 * v + 4 * r], 4);
+  return block;
+}
+
+// out[8 i + lane] = row `lane` of the group . activation row i, for R activation rows. DOT4 adds the products of 4
+// unsigned weight bytes and 4 signed activation bytes into each 32-bit lane's sum, FINISH widens the sums to int32.
+#define AER_Q4_1X8_KERNEL(SUFFIX, TARGET, DOT4, FINISH)                                                          \
+  template <int R>                                                                                               \
+  __attribute__((target(TARGET))) void dot8_q4_1_##SUFFIX(const BlockQ4_1x8* w, const BlockQ8_1* const* a,      \
+                                                          int64_t nb, float* out) {                             \
+    const __m256i nibbles = _mm256_set1_epi8(0x0F);                                                              \
+    __m256 acc[R];                                                                                               \
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();                                                    \
+    for (int64_t b = 0; b < nb; ++b) {                                                                           \
+      const BlockQ4_1x8& block = w[b];                                                                           \
+      __m256i sums[R];                                                                                           \
+      for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_si256();                                              \
+      for (int v = 0; v < 4; ++v) {                                                                              \
+        const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * v));          \
+        const __m256i low = _mm256_and_si256(packed, nibbles);                     /* weights 4v..4v+3 */        \
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibbles); /* 16+4v..16+4v+3 */       \
+        for (int r = 0; r < R; ++r) {                                                                            \
+          int32_t first, second;                                                                                 \
+          std::memcpy(&first, a[r][b].qs + 4 * v, 4);                                                            \
+          std::memcpy(&second, a[r][b].qs + 16 + 4 * v, 4);                                                      \
+          sums[r] = DOT4(sums[r], low, _mm256_set1_epi32(first));                                                \
+          sums[r] = DOT4(sums[r], high, _mm256_set1_epi32(second));                                              \
+        }                                                                                                        \
+      }                                                                                                          \
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.d)));              \
+      const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.m)));              \
+      for (int r = 0; r < R; ++r) {                                                                              \
+        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a[r][b].d));                                        \
+        acc[r] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(FINISH(sums[r])), acc[r]); /* d_w d_a sum */          \
+        acc[r] = _mm256_fmadd_ps(m, _mm256_set1_ps(a[r][b].s), acc[r]);               /* m_w s_a */              \
+      }                                                                                                          \
+    }                                                                                                            \
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + 8 * r, acc[r]);                                           \
+  }
+
+// AVX2: byte pairs into int16 (at most 2 * 15 * 127 each, 8 of them per block: no overflow), then pairs of those.
+#define AER_DOT4_AVX2(sum, u, s) _mm256_add_epi16(sum, _mm256_maddubs_epi16(u, s))
+#define AER_FINISH_AVX2(sum) _mm256_madd_epi16(sum, _mm256_set1_epi16(1))
+#define AER_DOT4_VNNI(sum, u, s) _mm256_dpbusd_epi32(sum, u, s)
+#define AER_FINISH_VNNI(sum) (sum)
+AER_Q4_1X8_KERNEL(avx2, "avx2,fma,f16c", AER_DOT4_AVX2, AER_FINISH_AVX2)
+AER_Q4_1X8_KERNEL(vnni, "avx2,fma,f16c,avx512f,avx512vl,avx512vnni", AER_DOT4_VNNI, AER_FINISH_VNNI)
+
+template <int R>
+void dot8_rows(const BlockQ4_1x8* w, const BlockQ8_1* const* a, int64_t nb, float* out) {
+  if (g_isa == Isa::kAvx512Vnni) return dot8_q4_1_vnni<R>(w, a, nb, out);
+  if (g_isa == Isa::kAvx2) return dot8_q4_1_avx2<R>(w, a, nb, out);
+  std::vector<BlockQ4_1> row(nb);  // scalar: each row unpacked, then the plain product
+  float results[R];
+  for (int lane = 0; lane < 8; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) row[b] = unpack_row(w[b], lane);
+    dot_q4_1_scalar<R>(row.data(), a, nb, results);
+    for (int r = 0; r < R; ++r) out[8 * r + lane] = results[r];
+  }
+}
