@@ -20,7 +20,8 @@
 namespace {
 
 constexpr int64_t QK = 32;
-enum Format : int64_t { kQ4_1 = 1, kQ8_0 = 2, kQ4_1x8 = 3 };  // Q4_1x8: Q4_1 rows repacked 8 at a time (repacked.h)
+// Q4_1x8, Q8_0x8: rows repacked 8 at a time (repacked.h), what the kernels keep of Q4_1 and Q8_0 rows that come in 8s
+enum Format : int64_t { kQ4_1 = 1, kQ8_0 = 2, kQ4_1x8 = 3, kQ8_0x8 = 4 };
 
 struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };  // qs[j]: weight j (low nibble), weight j + 16 (high)
 struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
@@ -214,13 +215,12 @@ void quantize_activations(const float* x, int64_t k, BlockQ8_1* out) {  // as gg
 
 struct Matrix {
   int64_t format = 0, rows = 0, cols = 0;
-  torch::Tensor data;  // uint8 (rows, cols / 32 * block bytes), or for Q4_1x8 (rows / 8, cols / 32 * 160)
+  torch::Tensor data;  // uint8 (rows, cols / 32 * block bytes), or repacked (rows / 8, cols / 32 * 8 * block bytes)
   const uint8_t* base = nullptr;  // data's bytes (data_ptr() checks the type on every call: too slow per row)
 
   const uint8_t* row(int64_t r) const { return base + r * (cols / QK) * block_bytes(format); }
-  const BlockQ4_1x8* group(int64_t g) const {  // Q4_1x8: rows 8g..8g+7
-    return reinterpret_cast<const BlockQ4_1x8*>(base) + g * (cols / QK);
-  }
+  template <typename Group>
+  const Group* group(int64_t g) const { return reinterpret_cast<const Group*>(base) + g * (cols / QK); }  // rows 8g..
 };
 
 // Raw blocks as GGML stores them; Q4_1 matrices whose rows come in eights are kept repacked (repacked.h).
@@ -229,14 +229,16 @@ Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t col
   TORCH_CHECK(cols % QK == 0, "columns must be a multiple of 32, got ", cols);
   TORCH_CHECK(data.dtype() == torch::kUInt8 && data.is_contiguous() && data.device().is_cpu(), "raw blocks: uint8");
   TORCH_CHECK(data.numel() == rows * (cols / QK) * block_bytes(format), "raw blocks of the wrong size");
-  if (format == kQ4_1 && rows % 8 == 0) {
-    torch::Tensor packed = repack_q4_1x8(data.data_ptr<uint8_t>(), rows, cols / QK);
-    return Matrix{kQ4_1x8, rows, cols, packed, packed.data_ptr<uint8_t>()};
+  if (rows % 8 == 0) {
+    torch::Tensor packed = format == kQ4_1 ? repack_q4_1x8(data.data_ptr<uint8_t>(), rows, cols / QK)
+                                           : repack_q8_0x8(data.data_ptr<uint8_t>(), rows, cols / QK);
+    return Matrix{format == kQ4_1 ? kQ4_1x8 : kQ8_0x8, rows, cols, packed, packed.data_ptr<uint8_t>()};
   }
   return Matrix{format, rows, cols, data, data.data_ptr<uint8_t>()};
 }
 
 // matmul_rows for a repacked matrix: whole groups of 8 rows, of which rows begin..end-1 are written.
+template <typename Group>
 void matmul_groups(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride, int64_t begin,
                    int64_t end) {
   const int64_t nb = w.cols / QK;
@@ -250,13 +252,13 @@ void matmul_groups(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out,
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
       const BlockQ8_1* rows[4] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb, act + (i + 3) * nb};
-      dot8_rows<4>(w.group(g), rows, nb, results);
+      dot8_rows<4>(w.group<Group>(g), rows, nb, results);
       emit(i, 4);
     }
     const BlockQ8_1* rows[3] = {act + i * nb, act + (i + 1) * nb, act + (i + 2) * nb};
-    if (n - i == 3) dot8_rows<3>(w.group(g), rows, nb, results);
-    if (n - i == 2) dot8_rows<2>(w.group(g), rows, nb, results);
-    if (n - i == 1) dot8_rows<1>(w.group(g), rows, nb, results);
+    if (n - i == 3) dot8_rows<3>(w.group<Group>(g), rows, nb, results);
+    if (n - i == 2) dot8_rows<2>(w.group<Group>(g), rows, nb, results);
+    if (n - i == 1) dot8_rows<1>(w.group<Group>(g), rows, nb, results);
     emit(i, static_cast<int>(n - i));
   }
 }
@@ -265,7 +267,8 @@ void matmul_groups(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out,
 // cols / 32 blocks). The caller splits the rows over its threads.
 void matmul_rows(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_t out_stride, int64_t begin,
                  int64_t end) {
-  if (w.format == kQ4_1x8) return matmul_groups(w, act, n, out, out_stride, begin, end);
+  if (w.format == kQ4_1x8) return matmul_groups<BlockQ4_1x8>(w, act, n, out, out_stride, begin, end);
+  if (w.format == kQ8_0x8) return matmul_groups<BlockQ8_0x8>(w, act, n, out, out_stride, begin, end);
   const int64_t nb = w.cols / QK;
   for (int64_t r = begin; r < end; ++r) {
     const uint8_t* row = w.row(r);
@@ -293,8 +296,12 @@ void matmul(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_
 
 void dequantize_row(const Matrix& w, int64_t r, float* out) {
   for (int64_t b = 0; b < w.cols / QK; ++b, out += QK) {
-    if (w.format == kQ4_1x8) {
-      const BlockQ4_1 block = unpack_row(w.group(r / 8)[b], static_cast<int>(r % 8));
+    if (w.format == kQ8_0x8) {
+      const BlockQ8_0 block = unpack_row(w.group<BlockQ8_0x8>(r / 8)[b], static_cast<int>(r % 8));
+      const float d = half_to_float(block.d);
+      for (int j = 0; j < QK; ++j) out[j] = d * block.qs[j];
+    } else if (w.format == kQ4_1x8) {
+      const BlockQ4_1 block = unpack_row(w.group<BlockQ4_1x8>(r / 8)[b], static_cast<int>(r % 8));
       const float d = half_to_float(block.d), m = half_to_float(block.m);
       for (int j = 0; j < 16; ++j) out[j] = d * (block.qs[j] & 15) + m, out[j + 16] = d * (block.qs[j] >> 4) + m;
     } else if (w.format == kQ4_1) {

@@ -95,7 +95,8 @@ class DecodeModel {
                               make_matrix(t[5], f[2], 2 * inter_, hidden_), make_matrix(t[6], f[3], hidden_, inter_)});
     }
     embed_ = make_matrix(embed, embed_format, vocab_, hidden_);
-    lm_head_ = make_matrix(lm_head, lm_head_format, vocab_, hidden_);
+    // Tied embeddings: one repacked copy serves both.
+    lm_head_ = lm_head.is_same(embed) ? embed_ : make_matrix(lm_head, lm_head_format, vocab_, hidden_);
   }
 
   void bind_cache(std::vector<torch::Tensor> keys, std::vector<torch::Tensor> values) {

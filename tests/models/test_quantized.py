@@ -38,10 +38,12 @@ def test_blocks_are_ggmls_reference_quantization(native, fmt: int) -> None:
 
 @pytest.mark.parametrize("fmt", [Q4_1, Q8_0])
 @pytest.mark.parametrize("rows", [1, 3, 4, 9])
-def test_every_kernel_variant_equals_the_scalar_one_and_the_float_product(native, fmt: int, rows: int) -> None:
+@pytest.mark.parametrize("out_rows", [40, 36], ids=["repacked-8-rows", "plain"])  # rows in eights are repacked
+def test_every_kernel_variant_equals_the_scalar_one_and_the_float_product(native, fmt: int, rows: int,
+                                                                          out_rows: int) -> None:  # fmt: skip
     rng = torch.Generator().manual_seed(rows)
     # 160 columns: five blocks, so the last pair is padded and the eight-block scale groups are partial
-    weight, x = torch.randn(40, 160, generator=rng), torch.randn(rows, 160, generator=rng)
+    weight, x = torch.randn(out_rows, 160, generator=rng), torch.randn(rows, 160, generator=rng)
     blocks = native.quantize(weight, fmt)
     variants = native.available_isas()  # e.g. avx512vnni, avx2, scalar: all that this CPU runs
     assert variants[0] == native.isa() and variants[-1] == "scalar"
@@ -49,12 +51,12 @@ def test_every_kernel_variant_equals_the_scalar_one_and_the_float_product(native
     try:
         for variant in variants:
             native.use_isa(variant)
-            results[variant] = native.linear(blocks, fmt, 40, 160, x)
+            results[variant] = native.linear(blocks, fmt, out_rows, 160, x)
     finally:
         native.use_isa(variants[0])
     for variant in variants[:-1]:  # integer sums: only the order of the float operations differs
         torch.testing.assert_close(results[variant], results["scalar"], atol=1e-4, rtol=1e-5)
-    exact = x @ native.dequantize(blocks, fmt, 40, 160).T  # what is left is the activations' 8-bit rounding
+    exact = x @ native.dequantize(blocks, fmt, out_rows, 160).T  # what is left is the activations' 8-bit rounding
     assert ((results["scalar"] - exact).norm() / exact.norm()).item() < 0.02
 
 
