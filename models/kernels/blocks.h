@@ -223,7 +223,7 @@ struct Matrix {
   const Group* group(int64_t g) const { return reinterpret_cast<const Group*>(base) + g * (cols / QK); }  // rows 8g..
 };
 
-// Raw blocks as GGML stores them; Q4_1 matrices whose rows come in eights are kept repacked (repacked.h).
+// Raw blocks as GGML stores them; matrices whose rows come in eights are kept repacked (repacked.h).
 Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t cols) {
   TORCH_CHECK(format == kQ4_1 || format == kQ8_0, "unknown block format ", format);
   TORCH_CHECK(cols % QK == 0, "columns must be a multiple of 32, got ", cols);
@@ -295,21 +295,16 @@ void matmul(const Matrix& w, const BlockQ8_1* act, int64_t n, float* out, int64_
 }
 
 void dequantize_row(const Matrix& w, int64_t r, float* out) {
+  const int lane = static_cast<int>(r % 8);
   for (int64_t b = 0; b < w.cols / QK; ++b, out += QK) {
-    if (w.format == kQ8_0x8) {
-      const BlockQ8_0 block = unpack_row(w.group<BlockQ8_0x8>(r / 8)[b], static_cast<int>(r % 8));
-      const float d = half_to_float(block.d);
-      for (int j = 0; j < QK; ++j) out[j] = d * block.qs[j];
-    } else if (w.format == kQ4_1x8) {
-      const BlockQ4_1 block = unpack_row(w.group<BlockQ4_1x8>(r / 8)[b], static_cast<int>(r % 8));
-      const float d = half_to_float(block.d), m = half_to_float(block.m);
-      for (int j = 0; j < 16; ++j) out[j] = d * (block.qs[j] & 15) + m, out[j + 16] = d * (block.qs[j] >> 4) + m;
-    } else if (w.format == kQ4_1) {
-      const auto& block = reinterpret_cast<const BlockQ4_1*>(w.row(r))[b];
+    if (w.format == kQ4_1 || w.format == kQ4_1x8) {
+      const BlockQ4_1 block = w.format == kQ4_1x8 ? unpack_row(w.group<BlockQ4_1x8>(r / 8)[b], lane)
+                                                  : reinterpret_cast<const BlockQ4_1*>(w.row(r))[b];
       const float d = half_to_float(block.d), m = half_to_float(block.m);
       for (int j = 0; j < 16; ++j) out[j] = d * (block.qs[j] & 15) + m, out[j + 16] = d * (block.qs[j] >> 4) + m;
     } else {
-      const auto& block = reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
+      const BlockQ8_0 block = w.format == kQ8_0x8 ? unpack_row(w.group<BlockQ8_0x8>(r / 8)[b], lane)
+                                                  : reinterpret_cast<const BlockQ8_0*>(w.row(r))[b];
       const float d = half_to_float(block.d);
       for (int j = 0; j < QK; ++j) out[j] = d * block.qs[j];
     }
