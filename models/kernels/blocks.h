@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -230,8 +231,8 @@ Matrix make_matrix(torch::Tensor data, int64_t format, int64_t rows, int64_t col
   TORCH_CHECK(data.dtype() == torch::kUInt8 && data.is_contiguous() && data.device().is_cpu(), "raw blocks: uint8");
   TORCH_CHECK(data.numel() == rows * (cols / QK) * block_bytes(format), "raw blocks of the wrong size");
   if (rows % 8 == 0) {
-    torch::Tensor packed = format == kQ4_1 ? repack_q4_1x8(data.data_ptr<uint8_t>(), rows, cols / QK)
-                                           : repack_q8_0x8(data.data_ptr<uint8_t>(), rows, cols / QK);
+    torch::Tensor packed = format == kQ4_1 ? repack<BlockQ4_1x8>(data.data_ptr<uint8_t>(), rows, cols / QK)
+                                           : repack<BlockQ8_0x8>(data.data_ptr<uint8_t>(), rows, cols / QK);
     return Matrix{format == kQ4_1 ? kQ4_1x8 : kQ8_0x8, rows, cols, packed, packed.data_ptr<uint8_t>()};
   }
   return Matrix{format, rows, cols, data, data.data_ptr<uint8_t>()};

@@ -9,25 +9,37 @@
 #pragma once
 
 struct BlockQ4_1x8 {
+  using Plain = BlockQ4_1;
   uint16_t d[8], m[8];  // row r's scale and minimum (fp16)
   uint8_t qs[128];      // qs[32 v + 4 r + i] = row r's qs[4 v + i]: its weights 4v+i (low nibble) and 16+4v+i (high)
 };
 static_assert(sizeof(BlockQ4_1x8) == 160, "eight Q4_1 blocks");
 
-// Raw Q4_1 rows (a multiple of 8) -> groups of 8 rows, each nb repacked blocks.
-torch::Tensor repack_q4_1x8(const uint8_t* raw, int64_t rows, int64_t nb) {
-  torch::Tensor out = torch::empty({rows / 8, nb * static_cast<int64_t>(sizeof(BlockQ4_1x8))}, torch::kUInt8);
-  auto* groups = reinterpret_cast<BlockQ4_1x8*>(out.data_ptr<uint8_t>());
-  const auto* blocks = reinterpret_cast<const BlockQ4_1*>(raw);
+struct BlockQ8_0x8 {
+  using Plain = BlockQ8_0;
+  uint16_t d[8];    // row r's scale (fp16)
+  int8_t qs[256];   // qs[32 v + 4 r + i] = row r's qs[4 v + i]
+};
+static_assert(sizeof(BlockQ8_0x8) == 272, "eight Q8_0 blocks");
+
+// Raw rows (a multiple of 8) of Group's plain blocks -> groups of 8 rows, each nb repacked blocks.
+template <typename Group>
+torch::Tensor repack(const uint8_t* raw, int64_t rows, int64_t nb) {
+  using Plain = typename Group::Plain;
+  torch::Tensor out = torch::empty({rows / 8, nb * static_cast<int64_t>(sizeof(Group))}, torch::kUInt8);
+  auto* groups = reinterpret_cast<Group*>(out.data_ptr<uint8_t>());
+  const auto* blocks = reinterpret_cast<const Plain*>(raw);
   at::parallel_for(0, rows / 8, 16, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       for (int64_t b = 0; b < nb; ++b) {
-        BlockQ4_1x8& packed = groups[g * nb + b];
+        Group& packed = groups[g * nb + b];
         for (int r = 0; r < 8; ++r) {
-          const BlockQ4_1& block = blocks[(g * 8 + r) * nb + b];
+          const Plain& block = blocks[(g * 8 + r) * nb + b];
           packed.d[r] = block.d;
-          packed.m[r] = block.m;
-          for (int v = 0; v < 4; ++v) std::memcpy(&packed.qs[32 * v + 4 * r], &block.qs[4 * v], 4);
+          if constexpr (std::is_same_v<Plain, BlockQ4_1>) packed.m[r] = block.m;
+          for (size_t v = 0; v < sizeof(block.qs) / 4; ++v) {
+            std::memcpy(&packed.qs[32 * v + 4 * r], &block.qs[4 * v], 4);
+          }
         }
       }
     }
@@ -36,12 +48,29 @@ torch::Tensor repack_q4_1x8(const uint8_t* raw, int64_t rows, int64_t nb) {
 }
 
 // Row r of a group's block as a plain block.
-BlockQ4_1 unpack_row(const BlockQ4_1x8& packed, int r) {
-  BlockQ4_1 block;
+template <typename Group>
+typename Group::Plain unpack_row(const Group& packed, int r) {
+  typename Group::Plain block;
   block.d = packed.d[r];
-  block.m = packed.m[r];
-  for (int v = 0; v < 4; ++v) std::memcpy(&block.qs[4 * v], &packed.qs[32 * v + 4 * r], 4);
+  if constexpr (std::is_same_v<Group, BlockQ4_1x8>) block.m = packed.m[r];
+  for (size_t v = 0; v < sizeof(block.qs) / 4; ++v) std::memcpy(&block.qs[4 * v], &packed.qs[32 * v + 4 * r], 4);
   return block;
+}
+
+// The scalar variant: each row of the group unpacked, then the plain layout's scalar product.
+template <int R, typename Group>
+void dot8_scalar(const Group* w, const BlockQ8_1* const* a, int64_t nb, float* out) {
+  std::vector<typename Group::Plain> row(nb);
+  float results[R];
+  for (int lane = 0; lane < 8; ++lane) {
+    for (int64_t b = 0; b < nb; ++b) row[b] = unpack_row(w[b], lane);
+    if constexpr (std::is_same_v<Group, BlockQ4_1x8>) {
+      dot_q4_1_scalar<R>(row.data(), a, nb, results);
+    } else {
+      dot_q8_0_scalar<R>(row.data(), a, nb, results);
+    }
+    for (int r = 0; r < R; ++r) out[8 * r + lane] = results[r];
+  }
 }
 
 // out[8 i + lane] = row `lane` of the group . activation row i, for R activation rows. DOT4 adds the products of 4
@@ -92,45 +121,7 @@ template <int R>
 void dot8_rows(const BlockQ4_1x8* w, const BlockQ8_1* const* a, int64_t nb, float* out) {
   if (g_isa == Isa::kAvx512Vnni) return dot8_q4_1_vnni<R>(w, a, nb, out);
   if (g_isa == Isa::kAvx2) return dot8_q4_1_avx2<R>(w, a, nb, out);
-  std::vector<BlockQ4_1> row(nb);  // scalar: each row unpacked, then the plain product
-  float results[R];
-  for (int lane = 0; lane < 8; ++lane) {
-    for (int64_t b = 0; b < nb; ++b) row[b] = unpack_row(w[b], lane);
-    dot_q4_1_scalar<R>(row.data(), a, nb, results);
-    for (int r = 0; r < R; ++r) out[8 * r + lane] = results[r];
-  }
-}
-
-struct BlockQ8_0x8 {
-  uint16_t d[8];    // row r's scale (fp16)
-  int8_t qs[256];   // qs[32 v + 4 r + i] = row r's qs[4 v + i]
-};
-static_assert(sizeof(BlockQ8_0x8) == 272, "eight Q8_0 blocks");
-
-torch::Tensor repack_q8_0x8(const uint8_t* raw, int64_t rows, int64_t nb) {
-  torch::Tensor out = torch::empty({rows / 8, nb * static_cast<int64_t>(sizeof(BlockQ8_0x8))}, torch::kUInt8);
-  auto* groups = reinterpret_cast<BlockQ8_0x8*>(out.data_ptr<uint8_t>());
-  const auto* blocks = reinterpret_cast<const BlockQ8_0*>(raw);
-  at::parallel_for(0, rows / 8, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      for (int64_t b = 0; b < nb; ++b) {
-        BlockQ8_0x8& packed = groups[g * nb + b];
-        for (int r = 0; r < 8; ++r) {
-          const BlockQ8_0& block = blocks[(g * 8 + r) * nb + b];
-          packed.d[r] = block.d;
-          for (int v = 0; v < 8; ++v) std::memcpy(&packed.qs[32 * v + 4 * r], &block.qs[4 * v], 4);
-        }
-      }
-    }
-  });
-  return out;
-}
-
-BlockQ8_0 unpack_row(const BlockQ8_0x8& packed, int r) {
-  BlockQ8_0 block;
-  block.d = packed.d[r];
-  for (int v = 0; v < 8; ++v) std::memcpy(&block.qs[4 * v], &packed.qs[32 * v + 4 * r], 4);
-  return block;
+  dot8_scalar<R>(w, a, nb, out);
 }
 
 // Signed weights: their magnitudes times the activations carrying the weights' signs (maddubs and dpbusd multiply
@@ -170,11 +161,5 @@ template <int R>
 void dot8_rows(const BlockQ8_0x8* w, const BlockQ8_1* const* a, int64_t nb, float* out) {
   if (g_isa == Isa::kAvx512Vnni) return dot8_q8_0_vnni<R>(w, a, nb, out);
   if (g_isa == Isa::kAvx2) return dot8_q8_0_avx2<R>(w, a, nb, out);
-  std::vector<BlockQ8_0> row(nb);
-  float results[R];
-  for (int lane = 0; lane < 8; ++lane) {
-    for (int64_t b = 0; b < nb; ++b) row[b] = unpack_row(w[b], lane);
-    dot_q8_0_scalar<R>(row.data(), a, nb, results);
-    for (int r = 0; r < R; ++r) out[8 * r + lane] = results[r];
-  }
+  dot8_scalar<R>(w, a, nb, out);
 }
