@@ -358,6 +358,7 @@ def run(settings: BenchmarkSettings) -> dict:
 
     return {
         "settings": asdict(settings),
+        "reference": reference,  # the column "ours" is compared with: ours_float32 (CPU) or ours_unfused (GPU)
         "environment": {
             "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
             "dtype": str(dtype), "torch": torch.__version__, "threads": threads,
@@ -401,8 +402,7 @@ def print_report(report: dict) -> None:
     env = report["environment"]
     print(f"\nDevice {env['device']} ({env['dtype']}, {env['threads']} threads), weights {env['weights']}, "
           f"llama-cpp-python {env['llama_cpp_python']}, RAG prompt {report['prompt_tokens']['rag']} tokens")
-    reference = next((name for name in report["results"]["decode_tokens_per_s_batch1"]
-                      if name in ("ours_float32", "ours_unfused")), "ours_float32")  # fmt: skip
+    reference = report["reference"]
     columns = ("ours", reference, "llama_cpp", "transformers")
     print(f"{'metric':<42}" + "".join(f"{c:>14}" for c in columns) + f"{'ours/llama':>12}{'ours/ref':>10}")
     for metric, values in report["results"].items():
@@ -414,7 +414,7 @@ def print_report(report: dict) -> None:
         print(f"  {name}: {value:.2f}x")
     quality = report["quality_greedy_vs_llama_cpp"]
     if quality is not None:
-        for name in ("ours", "ours_float32"):
+        for name in ("ours", reference):
             if name in quality:
                 print(f"greedy, first {quality['tokens']} tokens equal to llama.cpp's: "
                       f"{quality[name]['prompts_equal']} of {quality['prompts']} prompts ({name})")
