@@ -21,6 +21,12 @@ verified-unanswerable questions. Its three thresholds are chosen on the developm
                  it may not address the question directly;
   * not_covered  otherwise: decline without generating.
 When the passages were not reranked, a model over the dense and BM25 signals alone decides.
+
+With the passage judge (retrieval/judge.py: a cross-encoder trained on what is asked against what one abstract
+answers, python -m training.judge), whether the question is answered at all is the judge's call: covered when its
+best passage has P_judge >= judge_from, the answer then written from that passage and every passage whose P (the
+model above) reaches the gate's also_from; otherwise partial or not_covered as above. The gate's two bars are
+chosen on the calibration half by python -m training.judge_gate and stored in the model file ("judge").
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ class AnswerabilitySettings(BaseModel):
     decline_below: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
     answer_from: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
     also_from: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
+    judge_from: float | None = Field(None, ge=0.0, le=1.0, description="The passage judge's bar for answering "
+                                     "(when the model file has a judge gate). Default: the model file's.")  # fmt: skip
 
     @field_validator("model_path", mode="before")
     @classmethod
@@ -94,6 +102,19 @@ class LogisticModel:
     def from_json(cls, data: dict) -> LogisticModel:
         return cls(tuple(data["features"]), tuple(data["means"]), tuple(data["scales"]), tuple(data["weights"]),
                    float(data["bias"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JudgeGate:
+    """With the passage judge: answer when its best passage has P_judge >= judge_from; other papers join at
+    P >= also_from."""
+
+    judge_from: float
+    also_from: float
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.judge_from <= 1.0 and 0.0 <= self.also_from <= 1.0):
+            raise ValueError(f"The judge gate's bars must lie in [0, 1]: {self}.")
 
 
 @dataclass(frozen=True)
@@ -150,6 +171,23 @@ def passage_signals(question: str, passages: Sequence[RetrievedChunk], dense_sco
     return rows
 
 
+def judge_probability(logit: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
+def select_with_judge(judge_probabilities: Sequence[float], probabilities: Sequence[float], doc_ids: Sequence[str],
+                      gate: JudgeGate, max_papers: int) -> list[int]:  # fmt: skip
+    """Positions of the passages an answer is written from under the judge's gate: none unless the judge's best
+    passage reaches judge_from; then it and every passage whose P reaches also_from, as select_answering."""
+    if not probabilities:
+        return []
+    best = max(range(len(judge_probabilities)), key=lambda i: judge_probabilities[i])
+    if judge_probabilities[best] < gate.judge_from:
+        return []
+    forced = [1.0 + p if i == best else p for i, p in enumerate(probabilities)]  # the judge's best goes first
+    return select_answering(forced, doc_ids, 0.0, gate.also_from, max_papers)
+
+
 def select_answering(probabilities: Sequence[float], doc_ids: Sequence[str], answer_from: float, also_from: float,
                      max_papers: int) -> list[int]:  # fmt: skip
     """Positions of the passages an answer is written from: none unless the best reaches answer_from; then it and
@@ -172,8 +210,10 @@ class AnswerabilityModel:
     """Entry point: `assess(question, passages, dense_scores, pool, max_papers)` -> AnswerabilityVerdict."""
 
     def __init__(self, reranked: LogisticModel, dense_only: LogisticModel, decline_below: float, answer_from: float,
-                 also_from: float | None = None, source: str = "") -> None:  # fmt: skip
-        """also_from None: the same bar as answer_from."""
+                 also_from: float | None = None, source: str = "", judge_gate: JudgeGate | None = None
+                 ) -> None:  # fmt: skip
+        """also_from None: the same bar as answer_from; judge_gate: the passage judge decides whether the question
+        is answered (used when every judged passage carries a judge_logit)."""
         also_from = answer_from if also_from is None else also_from
         if not 0.0 <= decline_below <= answer_from <= 1.0 or not 0.0 <= also_from <= answer_from:
             raise ValueError(f"Need 0 <= decline_below ({decline_below}) <= answer_from ({answer_from}) <= 1 and "
@@ -184,30 +224,41 @@ class AnswerabilityModel:
         self.answer_from = answer_from
         self.also_from = also_from
         self.source = source
+        self.judge_gate = judge_gate
 
     @classmethod
     def load(cls, path: Path, decline_below: float | None = None, answer_from: float | None = None,
-             also_from: float | None = None) -> AnswerabilityModel:  # fmt: skip
+             also_from: float | None = None, judge_from: float | None = None) -> AnswerabilityModel:  # fmt: skip
         try:
             data = json.loads(Path(path).read_text())
             reranked = LogisticModel.from_json(data["reranked"])
             dense_only = LogisticModel.from_json(data["dense_only"])
             thresholds = data["thresholds"]
-        except (OSError, ValueError, KeyError) as error:
+            gate = thresholds.get("judge")
+            judge_gate = None if gate is None else JudgeGate(
+                float(gate["judge_from"] if judge_from is None else judge_from), float(gate["also_from"]))
+        except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"Cannot read the answerability model {path}: {error}") from None
         return cls(
             reranked, dense_only,
             thresholds["decline_below"] if decline_below is None else decline_below,
             thresholds["answer_from"] if answer_from is None else answer_from,
             thresholds.get("also_from") if also_from is None else also_from,
-            data.get("reranker", ""),
+            data.get("reranker", ""), judge_gate,
         )  # fmt: skip
 
     @classmethod
     def from_settings(cls, settings: AnswerabilitySettings) -> AnswerabilityModel | None:
         if settings.model_path is None:
             return None
-        return cls.load(settings.model_path, settings.decline_below, settings.answer_from, settings.also_from)
+        return cls.load(settings.model_path, settings.decline_below, settings.answer_from, settings.also_from,
+                        settings.judge_from)  # fmt: skip
+
+    @property
+    def reads_judge(self) -> bool:
+        """Whether this decision asks the passage judge (each passage's judge_logit) whether the question is
+        answered."""
+        return self.judge_gate is not None
 
     def probabilities(self, question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
                       pool: Sequence[RetrievedChunk]) -> list[PassageJudgement]:  # fmt: skip
@@ -225,17 +276,28 @@ class AnswerabilityModel:
             return AnswerabilityVerdict("not_covered", 0.0, "no passage matched the question")
         judgements = tuple(self.probabilities(question, passages, dense_scores, pool))
         best = max(judgements, key=lambda j: j.probability)
-        answering = select_answering([j.probability for j in judgements],
-                                     [passages[j.position].chunk.doc_id for j in judgements],
-                                     self.answer_from, self.also_from, max_papers)  # fmt: skip
+        probabilities = [j.probability for j in judgements]
+        doc_ids = [passages[j.position].chunk.doc_id for j in judgements]
+        gate = self.judge_gate
+        missed = f"no passage reaches P(answers) {self.answer_from:.2f}"
+        if gate is not None and all(p.judge_logit is not None for p in passages):
+            judged = [judge_probability(p.judge_logit or 0.0) for p in passages]
+            answering = select_with_judge(judged, probabilities, doc_ids, gate, max_papers)
+            if answering:
+                reason = (f"{len(answering)} passage(s) answer it (the judge's best P(answers) {max(judged):.2f} is "
+                          f"at least {gate.judge_from:.2f}; others from P {gate.also_from:.2f})")  # fmt: skip
+                return AnswerabilityVerdict("covered", max(judged), reason, judgements, tuple(answering))
+            missed = f"the judge's best P(answers) {max(judged):.2f} is below {gate.judge_from:.2f}"
+        else:
+            answering = select_answering(probabilities, doc_ids, self.answer_from, self.also_from, max_papers)
         if answering:
             coverage: Coverage = "covered"
             reason = (f"{len(answering)} passage(s) answer it (the best's P(answers) {best.probability:.2f} is at "
                       f"least {self.answer_from:.2f}; others from {self.also_from:.2f})")  # fmt: skip
         elif best.probability >= self.decline_below:
             coverage, answering = "partial", [best.position]
-            reason = (f"no passage reaches P(answers) {self.answer_from:.2f}; the closest "
-                      f"({best.probability:.2f}) is a related paper that may not answer it directly")
+            reason = (f"{missed}; the closest ({best.probability:.2f}) is a related paper that may not answer it "
+                      "directly")  # fmt: skip
         else:
             coverage = "not_covered"
             reason = f"no passage reaches P(answers) {self.decline_below:.2f} (best {best.probability:.2f})"

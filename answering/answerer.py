@@ -18,6 +18,7 @@ from answering.focus import SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from corpus.filters import SearchFilters
 from models import SamplingParams
+from retrieval.judge import PassageJudge
 from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
 from retrieval.types import RetrievedChunk
 
@@ -197,10 +198,12 @@ class Answerer:
         focus: SentenceFocus | None,
         model_name: str,
         check_by_default: bool = True,
+        judge: PassageJudge | None = None,
     ):
         """answerability None: the generator decides (no decision before generating); check_by_default: whether
         a question that does not say (Question.coverage_check None) gets the decision; focus None: passages go
-        into the prompt whole."""
+        into the prompt whole; judge: read by a decision with a judge gate (without it, that decision gates on its
+        own model)."""
         self.settings = settings
         self.search = search
         self.prompts = prompts
@@ -209,6 +212,7 @@ class Answerer:
         self.focus = focus
         self.model_name = model_name
         self.check_by_default = check_by_default
+        self.judge = judge
 
     def sampling_params(self, options: GenerationOptions) -> SamplingParams:
         return SamplingParams(
@@ -238,6 +242,9 @@ class Answerer:
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         probabilities: dict[int, float] = {}
         if self.answerability is not None and wanted:
+            if self.judge is not None and self.answerability.reads_judge:
+                with timer.stage("judge"):
+                    self.judge.judge(question.query, hits)
             with timer.stage("answerability"):
                 dense = self.search.dense_similarities(outcome.query, hits)
                 verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers)

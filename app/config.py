@@ -21,6 +21,7 @@ from answering.focus import FocusSettings
 from app.limits import ConnectionSettings, MemorySettings, RateLimitSettings, SearchAdmissionSettings
 from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
+from retrieval.judge import JudgeSettings
 from retrieval.reranker import RerankerSettings
 from runtime.device import Precision
 
@@ -168,6 +169,7 @@ class Settings(BaseSettings):
     # (see its MODEL_CARD.md). AER_RAG_RERANKER__MODEL_DIR= (empty) turns it off.
     reranker: RerankerSettings = RerankerSettings()
     answerability: AnswerabilitySettings = AnswerabilitySettings()
+    judge: JudgeSettings = JudgeSettings()
     focus: FocusSettings = FocusSettings()
     answering: AnsweringSettings = AnsweringSettings()
     generator: GeneratorSettings = GeneratorSettings()
@@ -205,6 +207,7 @@ class Settings(BaseSettings):
             "retrieval": self.retrieval.model_dump(mode="json"),
             "reranker": self.reranker.model_dump(mode="json", exclude={"model_dir"}),
             "answerability": self.answerability.model_dump(mode="json", exclude={"model_path"}),
+            "judge": self.judge.model_dump(mode="json", exclude={"model_dir"}),
             "focus": self.focus.model_dump(mode="json"),
             "answering": self.answering.model_dump(mode="json"),
             "generation": self.generation.model_dump(mode="json"),

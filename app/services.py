@@ -18,6 +18,7 @@ from app.search_admission import SearchAdmission
 from corpus.search_backend import SearchBackend
 from indexing.embedding import Embedder
 from models import Generator
+from retrieval.judge import PassageJudge
 from retrieval.search import RerankState, SearchPipeline, build_search, load_reranker
 from runtime.device import resolve_device
 
@@ -73,15 +74,21 @@ def build_services(
 ) -> Services:
     search = build_search(backend, embedder, settings.retrieval, rerank, settings.reranker.top_m)
     encode = embedder.encode
+    answerability = AnswerabilityModel.from_settings(settings.answerability)
+    judge = PassageJudge.load(settings.judge, device) if answerability and answerability.reads_judge else None
+    if answerability is not None and answerability.reads_judge:
+        log.info("passage judge: %s", f"{judge.name} ({judge.precision})" if judge else "none (the decision gates "
+                 "on its own model)")  # fmt: skip
     answerer = Answerer(
         settings=settings.answering,
         search=search,
         prompts=PromptBuilder(generator.tokenizer, generator.max_context),
         checker=SupportChecker(encode, settings.answering.support_threshold),
-        answerability=AnswerabilityModel.from_settings(settings.answerability),
+        answerability=answerability,
         focus=SentenceFocus(encode, settings.focus.max_sentences) if settings.focus.enabled else None,
         model_name=generator.model_name,
         check_by_default=settings.answerability.check,
+        judge=judge,
     )
     queue = GenerationQueue(generator, settings.generation, metrics)
     searches = SearchAdmission(settings.search, metrics, settings.memory.trim_after_idle_s)

@@ -7,6 +7,11 @@ latency, and the wall time of the whole round.
 
     python -m benchmarks.load_benchmark [--index var/index] [--concurrency 1 2 4 8 16] [--max-new-tokens 48]
 
+Then the same eight questions asked one after another and all at once, twice: as above, and with the service's
+defaults (the answerability decision on, its default answer length), with the server's CPU seconds for each
+round: on 2 cores, asking at once can only help where batching makes the work itself cheaper.
+`--eight-only` runs just that comparison on the batching engine (writes load_eight.json).
+
 Prints a table and writes benchmarks/results/load.json.
 """
 
@@ -14,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
 from benchmarks.common import REPO_ROOT, machine, relative, write_results
-from benchmarks.service import ask_streamed, percentile, running_service
+from benchmarks.service import ask_streamed, cpu_seconds, percentile, served
 
 QUESTIONS = [
     "Does raising the minimum wage reduce employment?", "How do firms form their inflation expectations?",
@@ -36,8 +42,9 @@ QUESTIONS = [
 ENGINES = {"serial (1 slot)": {"AER_RAG_GENERATION__SLOTS": "1"}, "continuous batching (8 slots)": {}}
 
 
-async def round_of(base: str, clients: int, per_client: int, max_new_tokens: int) -> dict:
-    body = {"coverage_check": False, "generation": {"max_new_tokens": max_new_tokens}}
+async def round_of(base: str, clients: int, per_client: int, max_new_tokens: int | None) -> dict:
+    """max_new_tokens None: the service's defaults (the decision on, its own answer length)."""
+    body = {} if max_new_tokens is None else {"coverage_check": False, "generation": {"max_new_tokens": max_new_tokens}}
     answers = []
 
     async def client(number: int) -> None:
@@ -62,6 +69,26 @@ async def round_of(base: str, clients: int, per_client: int, max_new_tokens: int
     }  # fmt: skip
 
 
+def eight_questions(server: subprocess.Popen, base: str, max_new_tokens: int | None) -> dict:
+    """The same eight questions one after another, then all at once: wall and server CPU seconds of each."""
+    row: dict = {}
+    for name, clients, per_client in (("one_after_another", 1, 8), ("at_once", 8, 1)):
+        before = cpu_seconds(server.pid)
+        result = asyncio.run(round_of(base, clients, per_client, max_new_tokens))
+        after = cpu_seconds(server.pid)
+        row[f"{name}_s"] = result["wall_s"]
+        row[f"{name}_cpu_s"] = None if before is None or after is None else round(after - before, 1)
+    row["ratio"] = round(row["one_after_another_s"] / row["at_once_s"], 2)
+    return row
+
+
+def print_eight(eight: dict[str, dict]) -> None:
+    for name, row in eight.items():
+        print(f"{name}: 8 questions one after another {row['one_after_another_s']} s "
+              f"({row['one_after_another_cpu_s']} CPU s), at once {row['at_once_s']} s ({row['at_once_cpu_s']} CPU s):"
+              f" {row['ratio']}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.load_benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -69,24 +96,31 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--per-client", type=int, default=2, help="questions each client asks in turn")
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--eight-only", action="store_true", help="only the eight-questions comparison")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     eight: dict[str, dict] = {}
-    for engine, env in ENGINES.items():
+    engines = {"continuous batching (8 slots)": ENGINES["continuous batching (8 slots)"]} if args.eight_only \
+        else ENGINES  # fmt: skip
+    for engine, env in engines.items():
         # Room for every client: admission (429) is not what is measured here.
         env = {**env, "AER_RAG_GENERATION__QUEUE_SIZE": str(max(args.concurrency) * 2)}
-        with running_service(args.index, "cpu", env) as base:
+        with served(args.index, "cpu", env) as (server, base):
             asyncio.run(round_of(base, 1, 1, 8))  # warm-up
-            results[engine] = []
-            for clients in args.concurrency:
-                row = asyncio.run(round_of(base, clients, args.per_client, args.max_new_tokens))
-                results[engine].append(row)
-                print(f"{engine}, {clients} clients: {row}", flush=True)
-            # The same eight questions asked one after another, then all at once.
-            one_by_one = asyncio.run(round_of(base, 1, 8, args.max_new_tokens))
-            at_once = asyncio.run(round_of(base, 8, 1, args.max_new_tokens))
-            eight[engine] = {"one_after_another_s": one_by_one["wall_s"], "at_once_s": at_once["wall_s"],
-                             "ratio": round(one_by_one["wall_s"] / at_once["wall_s"], 2)}  # fmt: skip
+            if not args.eight_only:
+                results[engine] = []
+                for clients in args.concurrency:
+                    row = asyncio.run(round_of(base, clients, args.per_client, args.max_new_tokens))
+                    results[engine].append(row)
+                    print(f"{engine}, {clients} clients: {row}", flush=True)
+            eight[engine] = eight_questions(server, base, args.max_new_tokens)
+            eight[f"{engine}, service defaults"] = eight_questions(server, base, None)
+    arguments = {k: relative(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    if args.eight_only:
+        print_eight(eight)
+        out = write_results("load_eight", {"machine": machine(), "args": arguments, "eight": eight})
+        print(f"wrote {relative(out)}")
+        return
     print("\n| engine | clients | requests | tokens/s | first token p50 / p95 s | total p50 / p95 s | wall s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for engine, rows in results.items():
@@ -96,10 +130,7 @@ def main() -> None:
     serial, batched = (results[name] for name in ENGINES)
     speedups = {str(a["clients"]): round(a["wall_s"] / b["wall_s"], 2) for a, b in zip(serial, batched, strict=True)}
     print(f"\nwall-time speed-up of continuous batching over the serial queue, by clients: {speedups}")
-    for engine, row in eight.items():
-        print(f"{engine}: 8 questions one after another {row['one_after_another_s']} s, at once {row['at_once_s']} s "
-              f"({row['ratio']}x)")
-    arguments = {k: relative(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    print_eight(eight)
     payload = {"machine": machine(), "args": arguments, "engines": results, "speedup": speedups, "eight": eight}
     out = write_results("load", payload)
     print(f"wrote {relative(out)}")

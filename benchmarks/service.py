@@ -37,6 +37,15 @@ def median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time a process has used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def served(index: Path, device: str = "cpu", env: Mapping[str, str] | None = None,
            repo: Path | None = None) -> Iterator[tuple[subprocess.Popen, str]]:  # fmt: skip

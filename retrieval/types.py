@@ -23,3 +23,4 @@ class RetrievedChunk:
     rerank_score: float | None = None
     rerank_rank: int | None = None
     answer_logit: float | None = None  # the reranker's answer head: does this passage answer the question?
+    judge_logit: float | None = None  # the passage judge's (retrieval/judge.py): the same question, read closely

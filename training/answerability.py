@@ -17,6 +17,8 @@ decision's logistic model over each passage's signals, and the decision's two th
    precision), the citation being of the passages that pass; decline_below gives a bare refusal (instead of an
    answer from the closest paper) to at most `--max-outright-decline` of the answerable questions.
 
+The judge gate's bars (python -m training.judge_gate) are chosen over this model's P: rerun it after a refit.
+
     python -m training.answerability [--reranker models/weights/reranker] [--out models/weights/answerability.json]
 """
 

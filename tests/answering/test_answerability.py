@@ -13,8 +13,10 @@ from answering.answerability import (
     FEATURES,
     AnswerabilityModel,
     AnswerabilitySettings,
+    JudgeGate,
     LogisticModel,
     passage_signals,
+    select_with_judge,
 )
 from corpus.documents import Chunk, Document
 from retrieval.types import RetrievedChunk
@@ -22,12 +24,12 @@ from retrieval.types import RetrievedChunk
 
 def hit(doc_id: str, position: int = 0, rerank: float | None = None, bm25_rank: int | None = None,
         rerank_rank: int | None = None, answer_logit: float | None = None, text: str = "text",
-        ) -> RetrievedChunk:  # fmt: skip
+        judge_logit: float | None = None) -> RetrievedChunk:  # fmt: skip
     chunk = Chunk(f"{doc_id}#{position}", doc_id, position, text, 0, len(text), "Title")
     document = Document(doc_id, "", "Title", text, text, "2020", 2020)
     ranks = {} if bm25_rank is None else {"bm25": bm25_rank}
     return RetrievedChunk(chunk, document, ranks=ranks, rerank_score=rerank, rerank_rank=rerank_rank,
-                          answer_logit=answer_logit)  # fmt: skip
+                          answer_logit=answer_logit, judge_logit=judge_logit)  # fmt: skip
 
 
 def one_feature_model(feature: str, weight: float = 1.0) -> LogisticModel:
@@ -128,5 +130,43 @@ def test_the_shipped_model_loads_with_every_feature() -> None:
     weak = centre | {"answer_logit": centre["answer_logit"] - 2 * spread["answer_logit"],
                      "relevance_gap": centre["relevance_gap"] + 2 * spread["relevance_gap"]}  # fmt: skip
     assert fitted.probability(strong) > model.answer_from > fitted.probability(weak)
-    overrides = AnswerabilityModel.load(DEFAULT_MODEL_PATH, decline_below=0.1, answer_from=0.9)
+    overrides = AnswerabilityModel.load(DEFAULT_MODEL_PATH, decline_below=0.1, answer_from=0.9, judge_from=0.7)
     assert (overrides.decline_below, overrides.answer_from) == (0.1, 0.9)
+    # The shipped decision asks the passage judge whether a question is answered.
+    assert model.reads_judge and model.judge_gate is not None and 0 < model.judge_gate.judge_from < 1
+    assert overrides.judge_gate == JudgeGate(0.7, model.judge_gate.also_from)
+
+
+def test_under_the_gate_the_judges_best_passage_decides_and_leads() -> None:
+    gate = JudgeGate(judge_from=0.6, also_from=0.5)
+    doc_ids = ["a", "b", "a", "c", "d"]
+    # The judge's best is "c" (0.9); the decision's own P adds "d" (0.8) and "a" (both chunks pass: its first is
+    # kept, as select_answering keeps one passage a paper); "b" stays out.
+    chosen = select_with_judge([0.1, 0.2, 0.3, 0.9, 0.4], [0.55, 0.1, 0.7, 0.2, 0.8], doc_ids, gate, max_papers=3)
+    assert chosen == [0, 3, 4]  # rank order
+    assert select_with_judge([0.1, 0.2, 0.3, 0.9, 0.4], [0.55, 0.1, 0.7, 0.2, 0.8], doc_ids, gate, 1) == [3]
+    assert select_with_judge([0.5, 0.59], [0.99, 0.99], ["a", "b"], gate, 3) == []  # the judge doubts both
+    with pytest.raises(ValueError, match="bars"):
+        JudgeGate(1.5, 0.2)
+
+
+def test_the_gate_applies_when_every_passage_was_judged_and_the_models_bars_otherwise() -> None:
+    gate = JudgeGate(judge_from=0.6, also_from=0.9)
+    model = AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense"), 0.3, 0.7,
+                               judge_gate=gate)  # fmt: skip
+    # The decision's own model doubts "a" (P 0.27), the judge is sure (P 0.95): covered from "a" under the gate.
+    judged = [hit("a", rerank=1.0, answer_logit=-1.0, judge_logit=3.0), hit("b", rerank=1.0, answer_logit=-2.0,
+                                                                             judge_logit=-3.0)]  # fmt: skip
+    verdict = model.assess("Does text help?", judged, [0.5, 0.5], judged)
+    assert verdict.coverage == "covered" and verdict.answering == (0,)
+    assert verdict.probability == pytest.approx(1 / (1 + math.exp(-3.0))) and "judge" in verdict.reason
+    # The judge doubts every passage: no answer from the gate; the model's best (0.27) is below decline_below 0.3.
+    doubted = [hit("a", rerank=1.0, answer_logit=-1.0, judge_logit=-3.0)]
+    verdict = model.assess("Does text help?", doubted, [0.5], doubted)
+    assert verdict.coverage == "not_covered"
+    partial = [hit("a", rerank=1.0, answer_logit=0.0, judge_logit=-3.0)]  # P 0.5: the closest paper, with caveat
+    verdict = model.assess("Does text help?", partial, [0.5], partial)
+    assert verdict.coverage == "partial" and "judge" in verdict.reason
+    # No judge logits (no judge loaded): the model's own bars, as without a gate.
+    unjudged = [hit("a", rerank=1.0, answer_logit=2.0)]
+    assert model.assess("Does text help?", unjudged, [0.5], unjudged).coverage == "covered"  # sigmoid(2) >= 0.7

@@ -1,0 +1,63 @@
+"""The passage judge: loads like a reranker, refuses a reranker, fills each hit's answer_logit; the shipped judge
+tells an answering abstract from a near miss on the same abstract."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corpus.documents import Chunk, Document
+from retrieval.judge import DEFAULT_JUDGE_DIR, JudgeSettings, PassageJudge
+from retrieval.reranker import RERANKER_INFO_FILE, passage_text
+from retrieval.types import RetrievedChunk
+
+
+def hit(doc_id: str, title: str, text: str) -> RetrievedChunk:
+    document = Document(doc_id=doc_id, doi="", title=title, abstract=text, abstract_original=text, date="2020",
+                        year=2020, jel_codes=[])  # fmt: skip
+    chunk = Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, position=0, text=text, char_start=0, char_end=len(text),
+                  title=title)  # fmt: skip
+    return RetrievedChunk(chunk=chunk, document=document)
+
+
+def test_no_judge_configured_or_found_means_none(tmp_path: Path) -> None:
+    assert PassageJudge.load(JudgeSettings(model_dir=""), "cpu") is None
+    assert PassageJudge.load(JudgeSettings(model_dir=tmp_path), "cpu") is None
+
+
+def test_a_reranker_that_adds_retrieval_scores_is_not_a_judge(tiny_reranker_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    directory = tmp_path / "reranker"
+    shutil.copytree(tiny_reranker_dir, directory)
+    (directory / RERANKER_INFO_FILE).write_text(json.dumps({"name": "r", "bi_encoder_weight": 2.0}))
+    with pytest.raises(ValueError, match="not a judge"):
+        PassageJudge.load(JudgeSettings(model_dir=directory, precision="float32"), "cpu")
+
+
+def test_judging_sets_every_hits_logit_from_the_model(tiny_reranker_dir: Path) -> None:
+    judge = PassageJudge.load(JudgeSettings(model_dir=tiny_reranker_dir, precision="float32"), "cpu")
+    assert judge is not None
+    hits = [hit("a", "Minimum wages", "Teen employment fell."), hit("b", "Tariffs", "Prices rose.")]
+    judge.judge("Do minimum wages cut jobs?", hits)
+    expected = judge.logits("Do minimum wages cut jobs?", [passage_text(h.chunk.title, h.chunk.text) for h in hits])
+    assert [h.judge_logit for h in hits] == expected and all(h.answer_logit is None for h in hits)
+    assert expected[0] != expected[1]
+    assert judge.logits("anything", []) == []
+
+
+@pytest.mark.slow
+def test_the_shipped_judge_separates_what_is_asked_on_one_abstract() -> None:
+    judge = PassageJudge.load(JudgeSettings(), "cpu")
+    assert judge is not None, f"no judge shipped in {DEFAULT_JUDGE_DIR}"
+    info = json.loads((DEFAULT_JUDGE_DIR / RERANKER_INFO_FILE).read_text())
+    assert info["bi_encoder_weight"] == 0 and info["training"]["pairs"]["contrast"] > 0
+    passage = passage_text(
+        "School Vouchers and Student Achievement",
+        "We study a lottery that awarded vouchers for private secondary school. Lottery winners were more likely "
+        "to finish secondary school and scored higher on college entrance exams than losers.",
+    )
+    answered = judge.logits("Did winning a private-school voucher lottery raise test scores?", [passage])[0]
+    near_miss = judge.logits("Did winning a private-school voucher lottery raise earnings in middle age?", [passage])[0]
+    unrelated = judge.logits("Do carbon taxes reduce emissions from power plants?", [passage])[0]
+    assert answered > 0 > near_miss > unrelated  # P(answers): above a half, below it, far below it
