@@ -92,7 +92,7 @@ class LogisticModel:
             w * (values[name] - m) / s
             for name, m, s, w in zip(self.features, self.means, self.scales, self.weights, strict=True)
         )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return sigmoid(z)
 
     def to_json(self) -> dict:
         return {"features": list(self.features), "means": list(self.means), "scales": list(self.scales),
@@ -171,7 +171,8 @@ def passage_signals(question: str, passages: Sequence[RetrievedChunk], dense_sco
     return rows
 
 
-def judge_probability(logit: float) -> float:
+def sigmoid(logit: float) -> float:
+    """1 / (1 + e^-logit), clamped so that no logit overflows."""
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
@@ -281,7 +282,7 @@ class AnswerabilityModel:
         gate = self.judge_gate
         missed = f"no passage reaches P(answers) {self.answer_from:.2f}"
         if gate is not None and all(p.judge_logit is not None for p in passages):
-            judged = [judge_probability(p.judge_logit or 0.0) for p in passages]
+            judged = [sigmoid(p.judge_logit or 0.0) for p in passages]
             answering = select_with_judge(judged, probabilities, doc_ids, gate, max_papers)
             if answering:
                 reason = (f"{len(answering)} passage(s) answer it (the judge's best P(answers) {max(judged):.2f} is "

@@ -22,7 +22,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, JudgeGate, select_with_judge
+from answering.answerability import (
+    DEFAULT_MODEL_PATH,
+    AnswerabilityModel,
+    JudgeGate,
+    select_with_judge,
+    sigmoid,
+)
 from answering.answerer import AnsweringSettings
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
@@ -101,10 +107,10 @@ def main(argv: list[str] | None = None) -> None:
             probabilities = [j.probability for j in model.probabilities(question.question, outcome.hits, dense,
                                                                           outcome.pool)]  # fmt: skip
             judge.judge(question.question, outcome.hits)
-            judged = [1 / (1 + np.exp(-(hit.judge_logit or 0.0))) for hit in outcome.hits]
+            judged = [sigmoid(hit.judge_logit or 0.0) for hit in outcome.hits]
             relevant = frozenset(doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi)
             halves[half].append(GatedQuestion(question, relevant, [h.chunk.doc_id for h in outcome.hits],
-                                              probabilities, [float(p) for p in judged]))  # fmt: skip
+                                              probabilities, judged))  # fmt: skip
     gate, calibration = choose_gate(halves["calibration"], settings.top_k)
     aucs = {}
     for half, items in halves.items():
