@@ -40,11 +40,10 @@ from indexing.index import PublishedIndex
 from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.reranker import DEFAULT_RERANKER_DIR, INFERENCE_MAX_LENGTH, RERANKER_INFO_FILE, passage_text
 from training.corpus import REPO_ROOT, training_index
-from training.questions.dataset import QUESTIONS_DIR, _records, load_paraphrases
+from training.questions.dataset import load_contrasts, load_paraphrases
 
 log = logging.getLogger("training.judge")
 DEFAULT_JUDGE_DIR = REPO_ROOT / "models" / "weights" / "judge"
-CONTRAST_DIR = QUESTIONS_DIR / "contrast"
 
 
 @dataclass(frozen=True)
@@ -80,13 +79,13 @@ def judge_pairs(index: PublishedIndex, neighbours_per_question: int = 2) -> list
         pairs.append(JudgePair(question.question, show(answer), 1, "positive"))
         pairs += [JudgePair(question.question, show(c), 0, "neighbour")
                   for c in neighbours(index, question.question, question.doc_id, neighbours_per_question)]  # fmt: skip
-    for record in _records(CONTRAST_DIR):
-        source = record["source_doc_id"]
+    for near_miss in load_contrasts():
+        source = near_miss.source_doc_id
         if source not in documents:
             continue
-        pairs += [JudgePair(record["question"], show(c), 0, "contrast") for c in chunks[source]]
-        pairs += [JudgePair(record["question"], show(c), 0, "neighbour")
-                  for c in neighbours(index, record["question"], source, 1)]  # fmt: skip
+        pairs += [JudgePair(near_miss.question, show(c), 0, "contrast") for c in chunks[source]]
+        pairs += [JudgePair(near_miss.question, show(c), 0, "neighbour")
+                  for c in neighbours(index, near_miss.question, source, 1)]  # fmt: skip
     return pairs
 
 

@@ -71,6 +71,18 @@ class TopicalQuestion:
         return in_validation_split(f"questions:{self.question_id}", VALIDATION_FRACTION)
 
 
+@dataclass(frozen=True)
+class ContrastQuestion:
+    """A near miss written for the abstract that the paraphrase `contrasts` is answered by: same topic, another
+    outcome, population, country, period or mechanism (training/data/questions/contrast)."""
+
+    question_id: str
+    question: str
+    source_doc_id: str
+    contrasts: str  # the paraphrase question's id
+    differs_by: str
+
+
 def _records(directory: Path) -> list[dict]:
     return [
         json.loads(line)
@@ -104,4 +116,11 @@ def load_topicals(questions_dir: Path = QUESTIONS_DIR) -> list[TopicalQuestion]:
     return [
         TopicalQuestion(r["id"], r["question"], tuple(r["relevant"]), tuple(r["judged"]))
         for r in _records(questions_dir / "topical")
+    ]
+
+
+def load_contrasts(questions_dir: Path = QUESTIONS_DIR) -> list[ContrastQuestion]:
+    return [
+        ContrastQuestion(r["id"], r["question"], r["source_doc_id"], r["contrasts"], r["differs_by"])
+        for r in _records(questions_dir / "contrast")
     ]

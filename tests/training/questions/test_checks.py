@@ -5,7 +5,7 @@ import pytest
 from corpus.documents import Document
 from training.corpus import load_training_corpus
 from training.questions.checks import check_records, read_records
-from training.questions.dataset import QUESTIONS_DIR, load_paraphrases, load_unanswerables
+from training.questions.dataset import QUESTIONS_DIR, load_contrasts, load_paraphrases, load_unanswerables
 
 ABSTRACT = (
     "We study how local newspapers closing affects municipal borrowing costs. "
@@ -65,3 +65,9 @@ def test_the_committed_questions_pass_and_are_enough() -> None:
     assert {q.kind for q in unanswerables} == {"near_miss", "absent_topic"}
     held_out = sum(q.is_validation for q in paraphrases) / len(paraphrases)
     assert 0.05 < held_out < 0.15  # the split every training job shares
+    # Each contrastive near miss is written for the abstract of a training-split paraphrase (the judge's data),
+    # never for a held-out one (the decision's and the gate's).
+    training_split = {q.question_id: q.doc_id for q in paraphrases if not q.is_validation}
+    contrasts = load_contrasts()
+    assert len(contrasts) >= 1000
+    assert all(training_split.get(c.contrasts) == c.source_doc_id for c in contrasts)
