@@ -75,8 +75,9 @@ def build_services(
     search = build_search(backend, embedder, settings.retrieval, rerank, settings.reranker.top_m)
     encode = embedder.encode
     answerability = AnswerabilityModel.from_settings(settings.answerability)
-    judge = PassageJudge.load(settings.judge, device) if answerability and answerability.reads_judge else None
-    if answerability is not None and answerability.reads_judge:
+    reads_judge = answerability is not None and answerability.reads_judge
+    judge = PassageJudge.load(settings.judge, device) if reads_judge else None
+    if reads_judge:
         log.info("passage judge: %s", f"{judge.name} ({judge.precision})" if judge else "none (the decision gates "
                  "on its own model)")  # fmt: skip
     answerer = Answerer(

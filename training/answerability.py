@@ -29,6 +29,7 @@ import json
 import logging
 import pickle
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,26 +203,34 @@ def dev_judgements(search: SearchPipeline, model: AnswerabilityModel, questions:
     return judged
 
 
+def cited_figures(answers: Iterable[tuple[DevQuestion, frozenset[str], set[str]]]) -> dict[str, float]:
+    """Question-level figures from each question's relevant and cited doc_ids: answerable questions answered with a
+    relevant paper, unanswerable ones declined (nothing cited), topical recall and precision."""
+    answered, declined, recall, precision = [], [], [], []
+    for question, relevant, cited in answers:
+        if not question.answerable:
+            declined.append(not cited)
+            continue
+        answered.append(bool(cited & relevant))
+        if question.kind == "topical":
+            recall.append(len(cited & relevant) / len(relevant) if relevant else 0.0)
+            if cited:
+                precision.append(len(cited & relevant) / len(cited))
+    mean = lambda values: float(np.mean(values)) if values else 0.0  # noqa: E731
+    return {"answered_with_relevant": mean(answered), "unanswerable_declined": mean(declined),
+            "topical_recall": mean(recall), "topical_precision": mean(precision)}  # fmt: skip
+
+
 def outcome_at(judged: list[DevJudgement], answer_from: float, also_from: float, max_papers: int
                ) -> dict[str, float]:  # fmt: skip
     """Question-level figures if the passages the decision selects are cited (a partial answer counts as
     declined, as the service reports it)."""
-    answered, declined, recall, precision = [], [], [], []
+    answers = []
     for item in judged:
         doc_ids = [doc_id for doc_id, _ in item.passages]
         positions = select_answering([p for _, p in item.passages], doc_ids, answer_from, also_from, max_papers)
-        cited = [doc_ids[position] for position in positions]
-        if not item.question.answerable:
-            declined.append(not cited)
-            continue
-        answered.append(bool(set(cited) & item.relevant))
-        if item.question.kind == "topical":
-            recall.append(len(set(cited) & item.relevant) / len(item.relevant) if item.relevant else 0.0)
-            if cited:
-                precision.append(len(set(cited) & item.relevant) / len(cited))
-    mean = lambda values: float(np.mean(values)) if values else 0.0  # noqa: E731
-    return {"answered_with_relevant": mean(answered), "unanswerable_declined": mean(declined),
-            "topical_recall": mean(recall), "topical_precision": mean(precision)}  # fmt: skip
+        answers.append((item.question, item.relevant, {doc_ids[position] for position in positions}))
+    return cited_figures(answers)
 
 
 def choose_thresholds(judged: list[DevJudgement], max_papers: int, max_outright_decline: float) -> dict:

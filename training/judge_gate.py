@@ -19,7 +19,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from answering.answerability import (
@@ -36,7 +35,7 @@ from retrieval.hybrid import HybridSettings
 from retrieval.judge import DEFAULT_JUDGE_DIR, JudgeSettings, PassageJudge
 from retrieval.reranker import RerankerSettings
 from retrieval.search import build_search, load_reranker
-from training.answerability import roc_auc
+from training.answerability import cited_figures, roc_auc
 from training.corpus import REPO_ROOT
 from training.evaluation.dev_questions import DevQuestion, load_dev_questions
 
@@ -53,29 +52,21 @@ class GatedQuestion:
 
 
 def figures(items: list[GatedQuestion], gate: JudgeGate, max_papers: int) -> dict[str, float]:
-    answered, declined, recall, precision = [], [], [], []
-    for item in items:
-        chosen = select_with_judge(item.judged, item.probabilities, item.doc_ids, gate, max_papers)
-        cited = {item.doc_ids[i] for i in chosen}
-        if not item.question.answerable:
-            declined.append(not cited)
-            continue
-        answered.append(bool(cited & item.relevant))
-        if item.question.kind == "topical":
-            recall.append(len(cited & item.relevant) / len(item.relevant) if item.relevant else 0.0)
-            if cited:
-                precision.append(len(cited & item.relevant) / len(cited))
-    mean = lambda values: round(float(np.mean(values)), 3) if values else 0.0  # noqa: E731
-    return {"answered_with_relevant": mean(answered), "unanswerable_declined": mean(declined),
-            "topical_recall": mean(recall), "topical_precision": mean(precision)}  # fmt: skip
+    """The question-level figures if the passages the gate selects are cited."""
+    return cited_figures(
+        (item.question, item.relevant,
+         {item.doc_ids[i] for i in select_with_judge(item.judged, item.probabilities, item.doc_ids, gate, max_papers)})
+        for item in items
+    )  # fmt: skip
 
 
 def choose_gate(items: list[GatedQuestion], max_papers: int) -> tuple[JudgeGate, dict[str, float]]:
     grid = [round(0.02 * i, 2) for i in range(1, 50)]
-    scored = [(sum(figures(items, JudgeGate(a, b), max_papers).values()), a, b) for a in grid for b in grid]
+    scored = [(round(sum(figures(items, JudgeGate(a, b), max_papers).values()), 6), a, b)
+              for a in grid for b in grid]  # fmt: skip
     _, judge_from, also_from = max(scored)
     gate = JudgeGate(judge_from, also_from)
-    return gate, figures(items, gate, max_papers)
+    return gate, {key: round(value, 3) for key, value in figures(items, gate, max_papers).items()}
 
 
 def main(argv: list[str] | None = None) -> None:
