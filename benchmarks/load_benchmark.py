@@ -10,7 +10,8 @@ latency, and the wall time of the whole round.
 Then the same eight questions asked one after another and all at once, twice: as above, and with the service's
 defaults (the answerability decision on, its default answer length), with the server's CPU seconds for each
 round: on 2 cores, asking at once can only help where batching makes the work itself cheaper.
-`--eight-only` runs just that comparison on the batching engine (writes load_eight.json).
+`--eight-only` runs just that comparison on the batching engine (writes load_eight.json), once per `--config
+LABEL:AER_RAG_X=V,…` when given (side by side, one run).
 
 Prints a table and writes benchmarks/results/load.json.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.aer_dev import Config
 from benchmarks.common import REPO_ROOT, machine, relative, write_results
 from benchmarks.service import ask_streamed, cpu_seconds, percentile, served
 
@@ -97,11 +99,16 @@ def main() -> None:
     parser.add_argument("--per-client", type=int, default=2, help="questions each client asks in turn")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--eight-only", action="store_true", help="only the eight-questions comparison")
+    parser.add_argument("--config", action="append", type=Config.parse, default=[],
+                        help="with --eight-only: LABEL[:AER_RAG_X=V,…], repeatable")  # fmt: skip
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     eight: dict[str, dict] = {}
-    engines = {"continuous batching (8 slots)": ENGINES["continuous batching (8 slots)"]} if args.eight_only \
-        else ENGINES  # fmt: skip
+    engines = ENGINES
+    if args.eight_only:
+        batching = "continuous batching (8 slots)"
+        engines = {f"{batching}, {c.label}": {**ENGINES[batching], **c.env} for c in args.config} or \
+            {batching: ENGINES[batching]}  # fmt: skip
     for engine, env in engines.items():
         # Room for every client: admission (429) is not what is measured here.
         env = {**env, "AER_RAG_GENERATION__QUEUE_SIZE": str(max(args.concurrency) * 2)}
@@ -115,7 +122,8 @@ def main() -> None:
                     print(f"{engine}, {clients} clients: {row}", flush=True)
             eight[engine] = eight_questions(server, base, args.max_new_tokens)
             eight[f"{engine}, service defaults"] = eight_questions(server, base, None)
-    arguments = {k: relative(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    arguments = {k: relative(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"}
+    arguments["config"] = [{"label": c.label, "env": c.env} for c in args.config]
     if args.eight_only:
         print_eight(eight)
         out = write_results("load_eight", {"machine": machine(), "args": arguments, "eight": eight})

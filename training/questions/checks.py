@@ -2,7 +2,8 @@
 
 A paraphrase question must: have 6-25 words; copy no run of four words from its abstract or title; reuse at
 most two of the title's distinctive words and no pair of adjacent title content words; not point at its
-source ("this paper", "the authors"); name at least one answer sentence of its abstract. An unanswerable
+source ("this paper", "the authors"); name at least one answer sentence of its abstract; and, when it rewords
+another paraphrase (`rewords`), be about the same abstract and copy no run of four words from it. An unanswerable
 question is a near miss (derived from an abstract: it must copy no 4-word run from it and say how it
 differs from it) or about an absent topic (its key terms appear in no abstract or title of the corpus); both have
 6-25 words. A topical question has 8-25 words and 2-6 relevant abstracts among the candidates its writer read,
@@ -127,6 +128,17 @@ def answerable_problems(record: dict, document: Document | None, sentence_count:
     return problems
 
 
+def reword_problems(record: dict, original: dict | None) -> list[Problem]:
+    """A second paraphrase (`rewords`: the first one's id) asks the same of the same abstract in other words."""
+    record_id = str(record.get("id"))
+    if original is None or original.get("doc_id") != record.get("doc_id"):
+        return [Problem(record_id, f"rewords {record.get('rewords')!r} is not a paraphrase of the same abstract")]
+    copied = ngrams(words(str(record.get("question", ""))), COPY_RUN) & ngrams(words(original["question"]), COPY_RUN)
+    if copied:
+        return [Problem(record_id, f"copies the run {' '.join(sorted(copied)[0])!r} from the paraphrase it rewords")]
+    return []
+
+
 def near_miss_problems(record: dict, document: Document | None) -> list[Problem]:
     record_id = str(record.get("id"))
     if document is None:
@@ -202,7 +214,9 @@ def read_records(paths: Iterable[Path]) -> list[dict]:
     return records
 
 
-def check_records(records: list[dict], documents: dict[str, Document]) -> list[Problem]:
+def check_records(records: list[dict], documents: dict[str, Document],
+                  paraphrases: dict[str, dict] | None = None) -> list[Problem]:  # fmt: skip
+    """`paraphrases`: the written paraphrase records by id, for the records that reword one (besides `records`)."""
     from corpus.sentences import split_sentences
 
     corpus_text = " ".join(f"{d.title} {d.abstract}" for d in documents.values()).lower()
@@ -210,6 +224,7 @@ def check_records(records: list[dict], documents: dict[str, Document]) -> list[P
     ids = Counter(str(r.get("id")) for r in records)
     problems += [Problem(record_id, "duplicate id") for record_id, n in ids.items() if n > 1]
     questions = Counter(" ".join(words(str(r.get("question", "")))) for r in records)
+    originals = {**(paraphrases or {}), **{str(r.get("id")): r for r in records}}
     for record in records:
         if questions[" ".join(words(str(record.get("question", ""))))] > 1:
             problems.append(Problem(str(record.get("id")), "the same question appears twice"))
@@ -224,6 +239,8 @@ def check_records(records: list[dict], documents: dict[str, Document]) -> list[P
             document = documents.get(record.get("doc_id", ""))
             count = len(split_sentences(document.abstract)) if document else 0
             problems += answerable_problems(record, document, count)
+            if "rewords" in record:
+                problems += reword_problems(record, originals.get(str(record["rewords"])))
         else:
             kinds = "paraphrase, topical, near_miss or absent_topic"
             problems.append(Problem(str(record.get("id")), f"kind must be {kinds}"))
@@ -238,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     records = read_records(args.files)
-    problems = check_records(records, load_training_corpus())
+    from training.questions.dataset import QUESTIONS_DIR
+
+    paraphrases = {r["id"]: r for r in read_records(sorted((QUESTIONS_DIR / "answerable").glob("batch_*.jsonl")))}
+    problems = check_records(records, load_training_corpus(), paraphrases)
     for problem in problems:
         print(f"{problem.record_id}: {problem.message}")
     styles = Counter(r.get("style") or r.get("differs_by") or r.get("kind") for r in records)

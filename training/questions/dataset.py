@@ -99,6 +99,15 @@ def load_paraphrases(questions_dir: Path = QUESTIONS_DIR) -> list[ParaphraseQues
     ]
 
 
+def load_reworded(questions_dir: Path = QUESTIONS_DIR) -> list[ParaphraseQuestion]:
+    """Second paraphrases of the contrast questions' abstracts, worded as far from the abstract as a reader who never
+    saw it would ask (training/data/questions/reworded; each names the paraphrase it rewords)."""
+    return [
+        ParaphraseQuestion(r["id"], r["doc_id"], r["question"], r["style"], tuple(r["answer_sentences"]))
+        for r in _records(questions_dir / "reworded")
+    ]
+
+
 def load_unanswerables(questions_dir: Path = QUESTIONS_DIR) -> list[UnanswerableQuestion]:
     """The unanswerable questions that the retriever check confirmed (unanswerable_verification.jsonl)."""
     verification = questions_dir / "unanswerable_verification.jsonl"

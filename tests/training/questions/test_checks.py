@@ -5,7 +5,13 @@ import pytest
 from corpus.documents import Document
 from training.corpus import load_training_corpus
 from training.questions.checks import check_records, read_records
-from training.questions.dataset import QUESTIONS_DIR, load_contrasts, load_paraphrases, load_unanswerables
+from training.questions.dataset import (
+    QUESTIONS_DIR,
+    load_contrasts,
+    load_paraphrases,
+    load_reworded,
+    load_unanswerables,
+)
 
 ABSTRACT = (
     "We study how local newspapers closing affects municipal borrowing costs. "
@@ -51,6 +57,19 @@ def test_each_rule_is_enforced(record: dict, expected: str) -> None:
     assert any(expected in message for message in messages(record)), messages(record)
 
 
+def test_a_rewording_must_ask_of_the_same_abstract_in_other_words() -> None:
+    original = paraphrase("When a town loses its local paper, does the town pay more to borrow money?")
+    reworded = paraphrase("Do municipalities face dearer loans once the local press shuts down?", id="q2",
+                          rewords="q1")  # fmt: skip
+    assert check_records([original, reworded], {"d1": DOCUMENT}) == []
+    close = paraphrase("When a town loses its local paper, is borrowing dearer?", id="q2", rewords="q1")
+    problems = check_records([original, close], {"d1": DOCUMENT})
+    assert any("from the paraphrase it rewords" in problem.message for problem in problems)
+    elsewhere = {**reworded, "rewords": "q9"}
+    assert any("not a paraphrase of the same abstract" in p.message
+               for p in check_records([original, elsewhere], {"d1": DOCUMENT}))  # fmt: skip
+
+
 def test_duplicates_are_found() -> None:
     record = paraphrase("When a town loses its local paper, does the town pay more to borrow money?")
     problems = check_records([record, dict(record)], {"d1": DOCUMENT})
@@ -60,6 +79,7 @@ def test_duplicates_are_found() -> None:
 def test_the_committed_questions_pass_and_are_enough() -> None:
     records = read_records(sorted(QUESTIONS_DIR.glob("*/batch_*.jsonl")))
     assert check_records(records, load_training_corpus()) == []
+    assert sum("rewords" in record for record in records) >= 1000
     paraphrases, unanswerables = load_paraphrases(), load_unanswerables()
     assert len(paraphrases) >= 1500 and len(unanswerables) >= 300  # verified unanswerable only
     assert {q.kind for q in unanswerables} == {"near_miss", "absent_topic"}
@@ -71,3 +91,6 @@ def test_the_committed_questions_pass_and_are_enough() -> None:
     contrasts = load_contrasts()
     assert len(contrasts) >= 1000
     assert all(training_split.get(c.contrasts) == c.source_doc_id for c in contrasts)
+    # The reworded paraphrases (the judge's far-worded positives) ask of those same training-split abstracts.
+    contrasted = {c.source_doc_id for c in contrasts}
+    assert all(q.doc_id in contrasted and not q.is_validation for q in load_reworded())
