@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -41,7 +40,7 @@ import torch
 from answering.answerer import AnsweringSettings
 from answering.citations import is_refusal, is_service_sentence, sentences_of, strip_markers
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
-from benchmarks.service import ask_streamed, median, running_service
+from benchmarks.service import ServiceConfig, ask_streamed, median, running_service
 from indexing.index import PublishedIndex
 from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker, passage_text
 from training.evaluation.dev_questions import DEV_QUESTIONS, HALVES, DevQuestion, load_dev_questions
@@ -54,27 +53,14 @@ RESULTS = RESULTS_DIR / "aer_dev.json"
 MIN_CLAIM_WORDS = 3
 
 
-@dataclass
-class Config:
-    label: str
-    env: dict[str, str] = field(default_factory=dict)
-    repo: Path | None = None  # another checkout to serve from (None: this one)
-
-    @classmethod
-    def parse(cls, spec: str) -> Config:
-        """"label" or "label:AER_RAG_X=1,AER_RAG_Y=2"."""
-        label, _, settings = spec.partition(":")
-        env = dict(item.split("=", 1) for item in settings.split(",") if item)
-        if not label or any(not key.startswith("AER_RAG_") for key in env):
-            raise SystemExit(f"--config {spec!r}: use LABEL or LABEL:AER_RAG_NAME=VALUE,…")
-        return cls(label, env)
-
-    @property
-    def reranker_dir(self) -> Path | None:
-        value = self.env.get("AER_RAG_RERANKER__MODEL_DIR")
-        if value is None:
-            return DEFAULT_RERANKER_DIR
-        return (REPO_ROOT / value) if value.strip() else None
+def served_reranker_dir(config: ServiceConfig) -> Path | None:
+    """The reranker a configuration ranks with: another checkout's own, or AER_RAG_RERANKER__MODEL_DIR's here."""
+    if config.repo is not None:
+        return config.repo / "models/weights/reranker"
+    value = config.env.get("AER_RAG_RERANKER__MODEL_DIR")
+    if value is None:
+        return DEFAULT_RERANKER_DIR
+    return (REPO_ROOT / value) if value.strip() else None
 
 
 class OnTarget:
@@ -231,7 +217,8 @@ def table(results: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.aer_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--config", action="append", type=Config.parse, help="LABEL[:AER_RAG_X=V,…] (repeatable)")
+    parser.add_argument("--config", action="append", type=ServiceConfig.parse,
+                        help="LABEL[:AER_RAG_X=V,…] (repeatable)")  # fmt: skip
     parser.add_argument("--repo", action="append", default=[], help="LABEL=PATH: serve that configuration from "
                         "another checkout (its own code and weights, this run's index)")  # fmt: skip
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
@@ -241,7 +228,7 @@ def main() -> None:
                         "saved answers (var/aer_dev/LABEL.json) without serving them again")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    configs = args.config or [Config("default")]
+    configs = args.config or [ServiceConfig("default")]
     for spec in args.repo:
         label, _, path = spec.partition("=")
         matching = [config for config in configs if config.label == label]
@@ -262,8 +249,7 @@ def main() -> None:
             with running_service(args.index.resolve(), "cpu", config.env, config.repo) as base:
                 info = httpx.get(f"{base}/v1/info").json()
                 records = asyncio.run(serve_questions(base, questions, on_target))
-            reranker_dir = config.reranker_dir if config.repo is None else config.repo / "models/weights/reranker"
-            top1 = reranker_top1(index, questions, reranker_dir)
+            top1 = reranker_top1(index, questions, served_reranker_dir(config))
             for record in records:
                 record["top1"] = top1.get(record["id"])
             (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")

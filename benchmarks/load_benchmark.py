@@ -26,9 +26,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.aer_dev import Config
 from benchmarks.common import REPO_ROOT, machine, relative, write_results
-from benchmarks.service import ask_streamed, cpu_seconds, percentile, served
+from benchmarks.service import ServiceConfig, ask_streamed, cpu_seconds, percentile, served
 
 QUESTIONS = [
     "Does raising the minimum wage reduce employment?", "How do firms form their inflation expectations?",
@@ -99,7 +98,7 @@ def main() -> None:
     parser.add_argument("--per-client", type=int, default=2, help="questions each client asks in turn")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--eight-only", action="store_true", help="only the eight-questions comparison")
-    parser.add_argument("--config", action="append", type=Config.parse, default=[],
+    parser.add_argument("--config", action="append", type=ServiceConfig.parse, default=[],
                         help="with --eight-only: LABEL[:AER_RAG_X=V,…], repeatable")  # fmt: skip
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}

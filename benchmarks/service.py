@@ -37,6 +37,25 @@ def median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
+@dataclass
+class ServiceConfig:
+    """One configuration of the service a benchmark serves: its settings as AER_RAG_* variables, from this checkout
+    or another (`--config LABEL:AER_RAG_X=V,…`)."""
+
+    label: str
+    env: dict[str, str] = field(default_factory=dict)
+    repo: Path | None = None  # another checkout to serve from (None: this one)
+
+    @classmethod
+    def parse(cls, spec: str) -> ServiceConfig:
+        """"label" or "label:AER_RAG_X=1,AER_RAG_Y=2"."""
+        label, _, settings = spec.partition(":")
+        env = dict(item.split("=", 1) for item in settings.split(",") if item)
+        if not label or any(not key.startswith("AER_RAG_") for key in env):
+            raise SystemExit(f"--config {spec!r}: use LABEL or LABEL:AER_RAG_NAME=VALUE,…")
+        return cls(label, env)
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User plus system CPU time a process has used so far (Linux /proc; None elsewhere)."""
     try:
