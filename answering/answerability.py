@@ -25,8 +25,9 @@ When the passages were not reranked, a model over the dense and BM25 signals alo
 With the passage judge (retrieval/judge.py: a cross-encoder trained on what is asked against what one abstract
 answers, python -m training.judge), whether the question is answered at all is the judge's call: covered when its
 best passage has P_judge >= judge_from, the answer then written from that passage and every passage whose P (the
-model above) reaches the gate's also_from; otherwise partial or not_covered as above. The gate's two bars are
-chosen on the calibration half by python -m training.judge_gate and stored in the model file ("judge").
+model above) reaches the gate's also_from and lies within also_within of the best P (a paper far behind the best
+one is more often on the topic than on the question); otherwise partial or not_covered as above. The gate's three
+bars are chosen on the calibration half by python -m training.judge_gate and stored in the model file ("judge").
 """
 
 from __future__ import annotations
@@ -107,14 +108,19 @@ class LogisticModel:
 @dataclass(frozen=True)
 class JudgeGate:
     """With the passage judge: answer when its best passage has P_judge >= judge_from; other papers join at
-    P >= also_from."""
+    P >= also_from and P >= the best P - also_within (1.0: no relative bar)."""
 
     judge_from: float
     also_from: float
+    also_within: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (0.0 <= self.judge_from <= 1.0 and 0.0 <= self.also_from <= 1.0):
+        if not all(0.0 <= bar <= 1.0 for bar in (self.judge_from, self.also_from, self.also_within)):
             raise ValueError(f"The judge gate's bars must lie in [0, 1]: {self}.")
+
+    def describe(self) -> str:
+        within = f" within {self.also_within:.2f} of the best" if self.also_within < 1.0 else ""
+        return f"others from P {self.also_from:.2f}{within}"
 
 
 @dataclass(frozen=True)
@@ -179,14 +185,16 @@ def sigmoid(logit: float) -> float:
 def select_with_judge(judge_probabilities: Sequence[float], probabilities: Sequence[float], doc_ids: Sequence[str],
                       gate: JudgeGate, max_papers: int) -> list[int]:  # fmt: skip
     """Positions of the passages an answer is written from under the judge's gate: none unless the judge's best
-    passage reaches judge_from; then it and every passage whose P reaches also_from, as select_answering."""
+    passage reaches judge_from; then it and every passage whose P reaches also_from and the best P minus
+    also_within, as select_answering."""
     if not probabilities:
         return []
     best = max(range(len(judge_probabilities)), key=lambda i: judge_probabilities[i])
     if judge_probabilities[best] < gate.judge_from:
         return []
     forced = [1.0 + p if i == best else p for i, p in enumerate(probabilities)]  # the judge's best goes first
-    return select_answering(forced, doc_ids, 0.0, gate.also_from, max_papers)
+    also_from = max(gate.also_from, max(probabilities) - gate.also_within)
+    return select_answering(forced, doc_ids, 0.0, also_from, max_papers)
 
 
 def select_answering(probabilities: Sequence[float], doc_ids: Sequence[str], answer_from: float, also_from: float,
@@ -237,7 +245,8 @@ class AnswerabilityModel:
             thresholds = data["thresholds"]
             gate = thresholds.get("judge")
             judge_gate = None if gate is None else JudgeGate(
-                float(gate["judge_from"] if judge_from is None else judge_from), float(gate["also_from"]))
+                float(gate["judge_from"] if judge_from is None else judge_from), float(gate["also_from"]),
+                float(gate.get("also_within", 1.0)))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"Cannot read the answerability model {path}: {error}") from None
         return cls(
@@ -286,7 +295,7 @@ class AnswerabilityModel:
             answering = select_with_judge(judged, probabilities, doc_ids, gate, max_papers)
             if answering:
                 reason = (f"{len(answering)} passage(s) answer it (the judge's best P(answers) {max(judged):.2f} is "
-                          f"at least {gate.judge_from:.2f}; others from P {gate.also_from:.2f})")  # fmt: skip
+                          f"at least {gate.judge_from:.2f}; {gate.describe()})")  # fmt: skip
                 return AnswerabilityVerdict("covered", max(judged), reason, judgements, tuple(answering))
             missed = f"the judge's best P(answers) {max(judged):.2f} is below {gate.judge_from:.2f}"
         else:

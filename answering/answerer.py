@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage
 from answering.citations import SupportChecker, SupportReport, is_refusal
-from answering.compose import AnswerComposer, compose_opening
+from answering.compose import AnswerComposer, compose_opening, lead_sentence
 from answering.focus import SentenceFocus
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from corpus.filters import SearchFilters
@@ -87,6 +87,7 @@ class FindingPrompt:
     passage: int  # the passage's number in the answer (PreparedAnswer.passages)
     prompt: BuiltPrompt
     probability: float | None  # the decision's P(this passage answers); None when no decision was made
+    fallback: str | None = None  # the finding if the generator declines a passage the decision chose
 
 
 @dataclass
@@ -117,7 +118,8 @@ class PreparedAnswer:
 
     def composer(self) -> AnswerComposer:
         """Assembles the findings, in this answer's order, as they are generated."""
-        return AnswerComposer(self.opening, [finding.passage for finding in self.findings])
+        return AnswerComposer(self.opening, [finding.passage for finding in self.findings],
+                              [finding.fallback for finding in self.findings])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,9 @@ class Answerer:
             for position, passage in zip(chosen, alone, strict=True):
                 prompt = self.prompts.build(question.query, [passage], prepared.params.max_new_tokens)
                 if prompt.passages:  # a passage too long for the context is left out
-                    prepared.findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position)))
+                    fallback = lead_sentence(passage.text) if prepared.verdict is not None else None
+                    prepared.findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position),
+                                                           fallback))  # fmt: skip
         prepared.dropped_passages = len(chosen) - len(prepared.findings)
         if prepared.dropped_passages:
             prepared.notes.append(f"{prepared.dropped_passages} answering passage(s) were left out of the prompts: "

@@ -9,6 +9,12 @@ separate sentences, never merged.
 `AnswerComposer` does this incrementally, so the answer streams as it is composed: findings arrive interleaved
 from the engine, and it emits the first paper's text as it is generated while holding the others back until
 their turn.
+
+Once the decision has chosen a passage, its finding may not decline; the fine-tuned generator still does now and
+then, in words a banned opening does not catch ("In this study the indexed abstracts do not answer this
+question."), always within its first words. Such a finding gets a fallback (the passage's sentence closest to the
+question, in the third person): its first HOLD_WORDS words are held back, and a finding that declines there is
+replaced by the fallback, so no decline is ever shown in the middle of an answer.
 """
 
 from __future__ import annotations
@@ -26,6 +32,26 @@ from corpus.sentences import split_sentences
 FINDING_SENTENCES = 1
 # A trailing "[", "[1" or "[1," may still become a citation marker: hold it back until it is complete.
 _OPEN_MARKER = re.compile(r"\[[\d,\s]*$")
+HOLD_WORDS = 10  # a finding with a fallback is shown once its first HOLD_WORDS words are known not to decline
+# "indexed" alone at the window's end: its "abstracts" may be the first word after it.
+_DECLINE = re.compile(r"\bindexed( abstracts?\b|$)|\bdo not answer this question\b")
+# "I" only opening a sentence: later it may be a numeral ("Type I errors").
+_FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b"), "Their"),
+                 (re.compile(r"\bwe\b"), "the authors"), (re.compile(r"\bour\b"), "their"),
+                 (re.compile(r"\bus\b"), "them"))  # fmt: skip
+
+
+def third_person(sentence: str) -> str:
+    """An abstract's sentence as a finding about the paper: "We find" -> "The authors find"."""
+    for pattern, replacement in _FIRST_PERSON:
+        sentence = pattern.sub(replacement, sentence)
+    return sentence
+
+
+def lead_sentence(text: str) -> str:
+    """A passage's first sentence (a focused passage puts the one closest to the question first), third person."""
+    spans = split_sentences(text)
+    return third_person(text[spans[0][0] : spans[0][1]].strip() if spans else text.strip())
 
 
 @dataclass
@@ -35,15 +61,21 @@ class FindingStream:
 
     passage: int
     max_sentences: int = FINDING_SENTENCES
+    fallback: str | None = None  # what stands in for a finding that declines (None: a decline stays)
     raw: str = ""
     emitted: int = 0  # characters of `text` already handed out
     complete: bool = False
     finished: bool = False  # its generation ended (or was stopped)
+    declined: bool = False  # it declined within its first words and shows the fallback instead
 
     def feed(self, delta: str) -> None:
         if not self.complete:
             self.raw += delta
-            self.complete = len(split_sentences(self._renumbered())) > self.max_sentences
+            opening = " ".join(self.raw.split()[:HOLD_WORDS])
+            if self.fallback is not None and _DECLINE.search(opening.lower()):
+                self.declined = self.complete = True
+            else:
+                self.complete = len(split_sentences(self._renumbered())) > self.max_sentences
 
     def _renumbered(self) -> str:
         return CITATION_MARKER.sub(f"[{self.passage}]", self.raw.lstrip())
@@ -53,6 +85,10 @@ class FindingStream:
         """The finding so far, renumbered and cut to its sentences; a half-written marker is held back until the
         generation ends. Only ever grows (what was shown stays): the cut drops only the first characters of the
         sentence after the last one kept, which were never shown (a sentence ends before the next one begins)."""
+        if self.declined:
+            return self._cited(self.fallback or "")
+        if self.fallback is not None and not (self.complete or self.finished) and len(self.raw.split()) <= HOLD_WORDS:
+            return ""  # it may still decline
         text = self._renumbered()
         if self.complete:
             return self._cited(text[: split_sentences(text)[self.max_sentences - 1][1]])
@@ -75,13 +111,18 @@ class AnswerComposer:
 
     opening: str
     passages: Sequence[int]  # passage numbers of the findings, most relevant first
+    fallbacks: Sequence[str | None] = ()  # per finding, what stands in for it if it declines (empty: none)
     findings: list[FindingStream] = field(init=False)
     parts: list[str] = field(default_factory=list)
     _current: int = 0
     _opened: bool = False
 
     def __post_init__(self) -> None:
-        self.findings = [FindingStream(number) for number in self.passages]
+        fallbacks = list(self.fallbacks) or [None] * len(self.passages)
+        if len(fallbacks) != len(self.passages):
+            raise ValueError(f"{len(fallbacks)} fallbacks for {len(self.passages)} findings.")
+        self.findings = [FindingStream(number, fallback=fallback)
+                         for number, fallback in zip(self.passages, fallbacks, strict=True)]  # fmt: skip
 
     def start(self) -> str:
         """The opening line (sent before any finding is generated)."""

@@ -207,7 +207,7 @@ class Settings(BaseSettings):
             "retrieval": self.retrieval.model_dump(mode="json"),
             "reranker": self.reranker.model_dump(mode="json", exclude={"model_dir"}),
             "answerability": self.answerability.model_dump(mode="json", exclude={"model_path"}),
-            "judge": self.judge.model_dump(mode="json", exclude={"model_dir"}),
+            "judge": self.judge.model_dump(mode="json", exclude={"model_dirs"}),
             "focus": self.focus.model_dump(mode="json"),
             "answering": self.answering.model_dump(mode="json"),
             "generation": self.generation.model_dump(mode="json"),

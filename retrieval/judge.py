@@ -8,62 +8,84 @@ place, period or mechanism). Its score is the logit of P(the passage answers the
 decision (answering/answerability.py) asks it whether the question is answered at all (its best passage's P), and
 keeps its own model over the retrieval signals to choose which other papers join the answer.
 
-It reads only the passages the decision weighs (the top `evidence_k` after reranking), so it costs about a
-quarter of the reranker's time.
+It reads only the passages the decision weighs (the top `evidence_k` after reranking), so one model costs about a
+quarter of the reranker's time. The judge may be several such models (the shipped default is two: one trained on
+the written paraphrases, one on the reworded ones too); its logit is then the mean of theirs, which ranks
+answerable questions above unanswerable ones better than either alone (models/weights/judge*/MODEL_CARD.md).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import NoDecode
 
 from retrieval.reranker import CrossEncoderReranker, RerankerUnavailable, passage_text
 from retrieval.types import RetrievedChunk
 
-DEFAULT_JUDGE_DIR = Path(__file__).resolve().parents[1] / "models" / "weights" / "judge"
+WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "models" / "weights"
+DEFAULT_JUDGE_DIR = WEIGHTS_DIR / "judge"
+DEFAULT_JUDGE_DIRS = (DEFAULT_JUDGE_DIR, WEIGHTS_DIR / "judge-reworded")
 
 
 class JudgeSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model_dir: Path | None = Field(DEFAULT_JUDGE_DIR, description="The judge's weights; empty: no judge (the "
-                                   "decision then gates on its own model, with its answer_from bar).")  # fmt: skip
+    model_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
+        DEFAULT_JUDGE_DIRS, description="The judge's models, comma-separated (their logits are averaged); empty: "
+        "no judge (the decision then gates on its own model, with its answer_from bar).")  # fmt: skip
     precision: str = Field("auto", pattern="^(auto|int8|float32|bfloat16|float16)$",
                            description="auto: int8 on CPU, the device's fast float type elsewhere.")  # fmt: skip
     batch_size: int = Field(16, ge=1, le=256)
 
-    @field_validator("model_dir", mode="before")
+    @field_validator("model_dirs", mode="before")
     @classmethod
-    def _empty_means_off(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
+    def _comma_separated(cls, value: object) -> object:
+        """From the environment: "" (no judge), "dir" or "dir1,dir2"."""
+        if isinstance(value, str | Path):
+            return tuple(Path(part.strip()) for part in str(value).split(",") if part.strip())
+        return value
 
 
 class PassageJudge:
     """Entry point: `judge(question, hits)` sets each hit's judge_logit."""
 
-    def __init__(self, model: CrossEncoderReranker) -> None:
-        if model.bi_encoder_weight or model.first_stage_weight:
-            raise ValueError(f"{model.model_dir} adds retrieval scores to its own: it is a reranker, not a judge.")
-        self.model = model
-        self.name = model.name
-        self.precision = model.precision
+    def __init__(self, models: list[CrossEncoderReranker]) -> None:
+        if not models:
+            raise ValueError("A passage judge needs at least one model.")
+        for model in models:
+            if model.bi_encoder_weight or model.first_stage_weight:
+                raise ValueError(f"{model.model_dir} adds retrieval scores to its own: it is a reranker, not a "
+                                 "judge.")  # fmt: skip
+        self.models = models
+        self.name = " + ".join(model.name for model in models)
+        self.precision = models[0].precision
 
     @classmethod
     def load(cls, settings: JudgeSettings, device: str) -> PassageJudge | None:
-        """The configured judge; None when none is configured or its directory holds no model."""
-        if settings.model_dir is None or not (settings.model_dir / "config.json").is_file():
+        """The configured judge; None when none is configured or its first directory holds no model (a later one
+        that holds none is an error: an ensemble silently missing a member would move every bar)."""
+        directories = settings.model_dirs
+        if not directories or not (directories[0] / "config.json").is_file():
             return None
         try:
-            model = CrossEncoderReranker(settings.model_dir, device, batch_size=settings.batch_size,
-                                         precision=settings.precision)  # fmt: skip
+            models = [CrossEncoderReranker(directory, device, batch_size=settings.batch_size,
+                                           precision=settings.precision) for directory in directories]  # fmt: skip
         except RerankerUnavailable as error:
             raise ValueError(f"Cannot load the passage judge: {error}") from None
-        return cls(model)
+        return cls(models)
 
     def logits(self, question: str, passages: list[str]) -> list[float]:
-        """The logit of P(each passage answers the question); passages as passage_text shows them."""
-        return [float(x) for x in self.model.score(question, passages)] if passages else []
+        """The logit of P(each passage answers the question), the mean of the models'; passages as passage_text
+        shows them."""
+        if not passages:
+            return []
+        scores = np.mean([np.asarray(model.score(question, passages), dtype=np.float64) for model in self.models],
+                         axis=0)  # fmt: skip
+        return [float(x) for x in scores]
 
     def judge(self, question: str, hits: list[RetrievedChunk]) -> None:
         """Set each hit's judge_logit."""

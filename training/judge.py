@@ -9,6 +9,8 @@ pairs that contrast *what is asked* on one abstract:
   * contrast   a near miss written for that same abstract (training/data/questions/contrast): the same topic, in
                the same voice, asking about an outcome, population, place, period or mechanism the abstract does
                not cover; the pair (near miss, that abstract) is a negative;
+  * reworded   with --with-reworded: a second paraphrase of a contrast abstract worded far from it
+               (training/data/questions/reworded) and the chunk that answers it, as a positive;
   * neighbour  the nearest other abstracts (dense retrieval) of either question: negatives (a little noise: a
                neighbour may answer a paraphrase too).
 
@@ -18,6 +20,8 @@ the judge must not have seen them. The logit is an affine map of the cross-encod
 weights when saved, so the judge is stored (models/weights/judge/) and loaded like a reranker.
 
     python -m training.judge [--steps 1100] [--out models/weights/judge]
+    python -m training.judge --with-reworded --steps 1300 --name aer-rag-judge-reworded-L3 \
+        --out models/weights/judge-reworded          # the service averages the two judges' logits
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from indexing.index import PublishedIndex
 from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.reranker import DEFAULT_RERANKER_DIR, INFERENCE_MAX_LENGTH, RERANKER_INFO_FILE, passage_text
 from training.corpus import REPO_ROOT, training_index
-from training.questions.dataset import load_contrasts, load_paraphrases
+from training.questions.dataset import load_contrasts, load_paraphrases, load_reworded
 
 log = logging.getLogger("training.judge")
 DEFAULT_JUDGE_DIR = REPO_ROOT / "models" / "weights" / "judge"
@@ -51,7 +55,7 @@ class JudgePair:
     question: str
     passage: str
     label: int
-    source: str  # "positive", "contrast" or "neighbour"
+    source: str  # "positive", "reworded", "contrast" or "neighbour"
 
 
 def chunks_by_doc(index: PublishedIndex) -> dict[str, list[Chunk]]:
@@ -67,18 +71,21 @@ def neighbours(index: PublishedIndex, question: str, exclude: str, count: int) -
     return [index.chunks[row] for row in rows if index.chunks[row].doc_id != exclude][:count]
 
 
-def judge_pairs(index: PublishedIndex, neighbours_per_question: int = 2) -> list[JudgePair]:
+def judge_pairs(index: PublishedIndex, neighbours_per_question: int = 2, with_reworded: bool = False
+                ) -> list[JudgePair]:  # fmt: skip
     documents = index.documents
     chunks = chunks_by_doc(index)
     pairs: list[JudgePair] = []
     show = lambda chunk: passage_text(chunk.title, chunk.text)  # noqa: E731
-    for question in load_paraphrases():
+    answerable = [("positive", q, neighbours_per_question) for q in load_paraphrases()]
+    answerable += [("reworded", q, 1) for q in (load_reworded() if with_reworded else [])]
+    for source, question, neighbour_count in answerable:
         if question.is_validation or question.doc_id not in documents:
             continue
         answer = question.answer_chunk(documents[question.doc_id], chunks[question.doc_id])
-        pairs.append(JudgePair(question.question, show(answer), 1, "positive"))
+        pairs.append(JudgePair(question.question, show(answer), 1, source))
         pairs += [JudgePair(question.question, show(c), 0, "neighbour")
-                  for c in neighbours(index, question.question, question.doc_id, neighbours_per_question)]  # fmt: skip
+                  for c in neighbours(index, question.question, question.doc_id, neighbour_count)]  # fmt: skip
     for near_miss in load_contrasts():
         source = near_miss.source_doc_id
         if source not in documents:
@@ -169,12 +176,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-length", type=int, default=INFERENCE_MAX_LENGTH)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--with-reworded", action="store_true", help="the reworded paraphrases as positives too")
+    parser.add_argument("--name", default="aer-rag-judge-L3", help="the model's name (reranker.json)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    pairs = judge_pairs(training_index())
-    counts = {source: sum(p.source == source for p in pairs) for source in ("positive", "contrast", "neighbour")}
+    pairs = judge_pairs(training_index(), with_reworded=args.with_reworded)
+    counts = {source: sum(p.source == source for p in pairs)
+              for source in ("positive", "reworded", "contrast", "neighbour")}  # fmt: skip
+    counts = {source: count for source, count in counts.items() if count}
     log.info("%d pairs: %s", len(pairs), counts)
     tokenizer = AutoTokenizer.from_pretrained(args.init, local_files_only=True)
     judge = AffineJudge(SegmentPoolingCrossEncoder.load(args.init), scale=0.25, shift=-2.5)
@@ -186,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     init_info = json.loads((args.init / RERANKER_INFO_FILE).read_text())
     command = " ".join(["python -m training.judge", *(sys.argv[1:] if argv is None else argv)])
     info = {
-        "name": "aer-rag-judge-L3", "role": "judge: its score is the logit of P(the passage answers the question)",
+        "name": args.name, "role": "judge: its score is the logit of P(the passage answers the question)",
         "started_from": init_info.get("name", args.init.name), "max_length": args.max_length,
         "first_stage_weight": 0.0, "bi_encoder_weight": 0.0,
         "training": {"pairs": counts, "steps": args.steps, "batch_size": args.batch_size,

@@ -134,7 +134,7 @@ def test_the_shipped_model_loads_with_every_feature() -> None:
     assert (overrides.decline_below, overrides.answer_from) == (0.1, 0.9)
     # The shipped decision asks the passage judge whether a question is answered.
     assert model.reads_judge and model.judge_gate is not None and 0 < model.judge_gate.judge_from < 1
-    assert overrides.judge_gate == JudgeGate(0.7, model.judge_gate.also_from)
+    assert overrides.judge_gate == JudgeGate(0.7, model.judge_gate.also_from, model.judge_gate.also_within)
 
 
 def test_under_the_gate_the_judges_best_passage_decides_and_leads() -> None:
@@ -148,6 +148,21 @@ def test_under_the_gate_the_judges_best_passage_decides_and_leads() -> None:
     assert select_with_judge([0.5, 0.59], [0.99, 0.99], ["a", "b"], gate, 3) == []  # the judge doubts both
     with pytest.raises(ValueError, match="bars"):
         JudgeGate(1.5, 0.2)
+
+
+def test_other_papers_must_come_within_also_within_of_the_best() -> None:
+    doc_ids = ["a", "b", "c", "d"]
+    judged, probabilities = [0.9, 0.2, 0.3, 0.4], [0.95, 0.8, 0.6, 0.5]
+    # No relative bar: every paper reaching also_from joins the judge's best.
+    assert select_with_judge(judged, probabilities, doc_ids, JudgeGate(0.6, 0.5), 5) == [0, 1, 2, 3]
+    # Within 0.3 of the best P (0.95): "b" (0.8) joins, "c" (0.6) and "d" (0.5) are too far behind.
+    assert select_with_judge(judged, probabilities, doc_ids, JudgeGate(0.6, 0.5, 0.3), 5) == [0, 1]
+    # The width is measured from the best P of any passage ("a", 0.95), not from the judge's choice ("b", 0.5):
+    # "c" (0.6) stays out.
+    assert select_with_judge([0.2, 0.9, 0.1], [0.95, 0.5, 0.6], ["a", "b", "c"], JudgeGate(0.6, 0.1, 0.3), 5) == [0, 1]
+    assert "within 0.30 of the best" in JudgeGate(0.6, 0.5, 0.3).describe()
+    with pytest.raises(ValueError, match="bars"):
+        JudgeGate(0.6, 0.5, -0.1)
 
 
 def test_the_gate_applies_when_every_passage_was_judged_and_the_models_bars_otherwise() -> None:

@@ -4,6 +4,7 @@ a partial answer, passage focus) and the answer it composes after."""
 from __future__ import annotations
 
 from answering.answerer import GenerationOutcome, PreparedAnswer, Question
+from answering.compose import lead_sentence
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
@@ -115,3 +116,22 @@ def test_an_unchecked_answer_whose_papers_all_decline_is_not_covered(make_servic
     answer = answerer.finish(prepared, composer, outcomes)
     assert (answer.text, answer.coverage, answer.covered) == (NOT_COVERED_ANSWER, "not_covered", False)
     assert answer.findings == []
+
+
+def test_a_chosen_paper_whose_finding_declines_gets_its_closest_sentence_instead(make_services) -> None:
+    answerer = make_services(**with_thresholds(0.0, 0.0)).answerer  # every passage passes
+    prepared = answerer.prepare(Question(query=COVERED, top_k=2))
+    assert len(prepared.findings) == 2 and all(f.fallback for f in prepared.findings)
+    first, second = prepared.findings
+    assert first.fallback == lead_sentence(first.prompt.passages[0].text)  # the focused passage's first sentence
+    generated = f"{prepared.hits[first.passage - 1].chunk.text.split('. ')[0].rstrip('.')} [1]."
+    declined = "In this study the indexed abstracts do not answer this question."  # as the generator words it
+    composer, outcomes = compose(prepared, [generated, declined])
+    answer = answerer.finish(prepared, composer, outcomes)
+    assert "do not answer" not in answer.text and answer.covered
+    assert [f.passage for f in answer.findings] == [first.passage, second.passage]
+    assert answer.findings[1].text == f"{second.fallback} [{second.passage}]" and answer.findings[1].supported
+    assert answer.text.endswith(answer.findings[1].text)
+    # Without the decision a finding may decline: no fallback.
+    unchecked = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False, top_k=2))
+    assert [f.fallback for f in unchecked.findings] == [None, None]

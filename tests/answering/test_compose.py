@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from answering.citations import is_service_sentence
-from answering.compose import AnswerComposer, FindingStream
+from answering.compose import HOLD_WORDS, AnswerComposer, FindingStream, lead_sentence, third_person
 from answering.prompt import PARTIAL_ANSWER_PREFACE, opening_line
 
 
@@ -63,3 +63,45 @@ def test_openings_are_the_services_own_sentences() -> None:
         assert is_service_sentence(opening_line(papers))
     assert is_service_sentence(PARTIAL_ANSWER_PREFACE)
     assert not is_service_sentence("Three papers find that wages rose.")
+
+
+def test_a_finding_with_a_fallback_is_held_for_its_first_words_then_streams() -> None:
+    finding = FindingStream(passage=2, fallback="Wages rose.")
+    words = [f"w{i}" for i in range(HOLD_WORDS)]
+    finding.feed(" ".join(words))
+    assert finding.text == "" and not finding.declined  # it may still decline
+    finding.feed(" more")
+    assert finding.text == " ".join([*words, "more"])  # known not to decline: shown as generated
+    short = FindingStream(passage=2, fallback="Wages rose.")
+    short.feed("Prices fell [1].")
+    assert short.text == ""
+    short.finished = True
+    assert short.text == "Prices fell [2]."
+
+
+def test_a_finding_that_declines_in_its_first_words_shows_its_fallback_and_stops() -> None:
+    composer = AnswerComposer(opening_line(2), [1, 3], ["Wages rose.", "Prices fell in the treated towns."])
+    shown = composer.start()
+    shown += composer.feed(0, "Wages rose [1].")
+    shown += composer.finish(0)
+    shown += composer.feed(1, "The authors show that the index")
+    assert composer.wants_more(1)
+    shown += composer.feed(1, "ed abstracts do not answer")
+    assert not composer.wants_more(1) and composer.findings[1].declined  # its generation may stop
+    shown += composer.feed(1, " this question.")
+    shown += composer.finish(1)
+    assert shown == composer.text and "indexed abstracts do not" not in shown.split(".", 1)[1]
+    assert composer.finding_texts() == ["Wages rose [1].", "Prices fell in the treated towns. [3]"]
+    # Without a fallback a decline stays (the answerer drops it).
+    plain = FindingStream(passage=1)
+    plain.feed("The indexed abstracts do not answer this question.")
+    assert not plain.declined and "do not answer" in plain.text
+
+
+def test_fallbacks_are_the_closest_sentence_in_the_third_person() -> None:
+    assert third_person("We find that our estimates let us reject it, as we show.") == (
+        "The authors find that their estimates let them reject it, as the authors show.")
+    assert third_person("I find no Type I errors.") == "The authors find no Type I errors."
+    assert third_person("Our results hold. Weights and usury are unchanged.") == (
+        "Their results hold. Weights and usury are unchanged.")
+    assert lead_sentence("We show wages rose. Then prices fell.") == "The authors show wages rose."

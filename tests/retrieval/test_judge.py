@@ -1,13 +1,15 @@
-"""The passage judge: loads like a reranker, refuses a reranker, fills each hit's answer_logit; the shipped judge
-tells an answering abstract from a near miss on the same abstract."""
+"""The passage judge: loads like a reranker, refuses a reranker, fills each hit's judge_logit, averages the logits
+of several models; the shipped judge tells an answering abstract from a near miss on the same abstract."""
 
 import json
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from corpus.documents import Chunk, Document
-from retrieval.judge import DEFAULT_JUDGE_DIR, JudgeSettings, PassageJudge
+from retrieval.judge import DEFAULT_JUDGE_DIRS, JudgeSettings, PassageJudge
 from retrieval.reranker import RERANKER_INFO_FILE, passage_text
 from retrieval.types import RetrievedChunk
 
@@ -21,8 +23,9 @@ def hit(doc_id: str, title: str, text: str) -> RetrievedChunk:
 
 
 def test_no_judge_configured_or_found_means_none(tmp_path: Path) -> None:
-    assert PassageJudge.load(JudgeSettings(model_dir=""), "cpu") is None
-    assert PassageJudge.load(JudgeSettings(model_dir=tmp_path), "cpu") is None
+    assert PassageJudge.load(JudgeSettings(model_dirs=""), "cpu") is None
+    assert PassageJudge.load(JudgeSettings(model_dirs=str(tmp_path)), "cpu") is None
+    assert JudgeSettings(model_dirs=" a , b,").model_dirs == (Path("a"), Path("b"))  # as the environment gives it
 
 
 def test_a_reranker_that_adds_retrieval_scores_is_not_a_judge(tiny_reranker_dir: Path, tmp_path: Path) -> None:
@@ -32,11 +35,11 @@ def test_a_reranker_that_adds_retrieval_scores_is_not_a_judge(tiny_reranker_dir:
     shutil.copytree(tiny_reranker_dir, directory)
     (directory / RERANKER_INFO_FILE).write_text(json.dumps({"name": "r", "bi_encoder_weight": 2.0}))
     with pytest.raises(ValueError, match="not a judge"):
-        PassageJudge.load(JudgeSettings(model_dir=directory, precision="float32"), "cpu")
+        PassageJudge.load(JudgeSettings(model_dirs=(directory,), precision="float32"), "cpu")
 
 
 def test_judging_sets_every_hits_logit_from_the_model(tiny_reranker_dir: Path) -> None:
-    judge = PassageJudge.load(JudgeSettings(model_dir=tiny_reranker_dir, precision="float32"), "cpu")
+    judge = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32"), "cpu")
     assert judge is not None
     hits = [hit("a", "Minimum wages", "Teen employment fell."), hit("b", "Tariffs", "Prices rose.")]
     judge.judge("Do minimum wages cut jobs?", hits)
@@ -46,12 +49,36 @@ def test_judging_sets_every_hits_logit_from_the_model(tiny_reranker_dir: Path) -
     assert judge.logits("anything", []) == []
 
 
+def test_several_models_judge_by_the_mean_of_their_logits(tiny_reranker_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_reranker_dir, other)
+    weights = load_file(other / "model.safetensors")
+    save_file({name: (-2.0 * tensor if "joint_head" in name else tensor) for name, tensor in weights.items()},
+              other / "model.safetensors", metadata={"format": "pt"})  # fmt: skip
+    settings = {"precision": "float32"}
+    first = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), **settings), "cpu")
+    second = PassageJudge.load(JudgeSettings(model_dirs=(other,), **settings), "cpu")
+    both = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir, other), **settings), "cpu")
+    assert first and second and both and len(both.models) == 2
+    passages = ["Minimum wages\nTeen employment fell.", "Tariffs\nPrices rose."]
+    expected = (torch.tensor(first.logits("Do minimum wages cut jobs?", passages))
+                + torch.tensor(second.logits("Do minimum wages cut jobs?", passages))) / 2  # fmt: skip
+    assert torch.allclose(torch.tensor(both.logits("Do minimum wages cut jobs?", passages)), expected, atol=1e-5)
+    assert first.logits("Do minimum wages cut jobs?", passages) != second.logits("Do minimum wages cut jobs?", passages)
+    with pytest.raises(ValueError, match="Cannot load the passage judge"):  # a missing member is an error
+        PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir, tmp_path / "missing"), **settings), "cpu")
+
+
 @pytest.mark.slow
 def test_the_shipped_judge_separates_what_is_asked_on_one_abstract() -> None:
     judge = PassageJudge.load(JudgeSettings(), "cpu")
-    assert judge is not None, f"no judge shipped in {DEFAULT_JUDGE_DIR}"
-    info = json.loads((DEFAULT_JUDGE_DIR / RERANKER_INFO_FILE).read_text())
-    assert info["bi_encoder_weight"] == 0 and info["training"]["pairs"]["contrast"] > 0
+    assert judge is not None, f"no judge shipped in {DEFAULT_JUDGE_DIRS[0]}"
+    assert len(judge.models) == len(DEFAULT_JUDGE_DIRS) == 2
+    for directory in DEFAULT_JUDGE_DIRS:
+        info = json.loads((directory / RERANKER_INFO_FILE).read_text())
+        assert info["bi_encoder_weight"] == 0 and info["training"]["pairs"]["contrast"] > 0
     passage = passage_text(
         "School Vouchers and Student Achievement",
         "We study a lottery that awarded vouchers for private secondary school. Lottery winners were more likely "
