@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -113,6 +113,7 @@ class JudgeGate:
     judge_from: float
     also_from: float
     also_within: float = 1.0
+    calibrated_for: str = field(default="", compare=False)  # the judge the bars were chosen for (its name)
 
     def __post_init__(self) -> None:
         if not all(0.0 <= bar <= 1.0 for bar in (self.judge_from, self.also_from, self.also_within)):
@@ -246,7 +247,7 @@ class AnswerabilityModel:
             gate = thresholds.get("judge")
             judge_gate = None if gate is None else JudgeGate(
                 float(gate["judge_from"] if judge_from is None else judge_from), float(gate["also_from"]),
-                float(gate.get("also_within", 1.0)))
+                float(gate.get("also_within", 1.0)), str(gate.get("judge", "")))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"Cannot read the answerability model {path}: {error}") from None
         return cls(

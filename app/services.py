@@ -80,6 +80,10 @@ def build_services(
     if reads_judge:
         log.info("passage judge: %s", f"{judge.name} ({judge.precision})" if judge else "none (the decision gates "
                  "on its own model)")  # fmt: skip
+        calibrated_for = answerability.judge_gate.calibrated_for if answerability.judge_gate else ""
+        if judge and calibrated_for and judge.name != calibrated_for:
+            log.warning("the judge gate's bars were chosen for %s, not %s: rerun python -m training.judge_gate",
+                        calibrated_for, judge.name)  # fmt: skip
     answerer = Answerer(
         settings=settings.answering,
         search=search,
