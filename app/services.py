@@ -80,7 +80,7 @@ def build_services(
     if reads_judge:
         log.info("passage judge: %s", f"{judge.name} ({judge.precision})" if judge else "none (the decision gates "
                  "on its own model)")  # fmt: skip
-        calibrated_for = answerability.judge_gate.calibrated_for if answerability.judge_gate else ""
+        calibrated_for = answerability.judge_gate.calibrated_for  # reads_judge: the model has a gate
         if judge and calibrated_for and judge.name != calibrated_for:
             log.warning("the judge gate's bars were chosen for %s, not %s: rerun python -m training.judge_gate",
                         calibrated_for, judge.name)  # fmt: skip

@@ -92,20 +92,21 @@ def _records(directory: Path) -> list[dict]:
     ]
 
 
-def load_paraphrases(questions_dir: Path = QUESTIONS_DIR) -> list[ParaphraseQuestion]:
+def _paraphrases(directory: Path) -> list[ParaphraseQuestion]:
     return [
         ParaphraseQuestion(r["id"], r["doc_id"], r["question"], r["style"], tuple(r["answer_sentences"]))
-        for r in _records(questions_dir / "answerable")
+        for r in _records(directory)
     ]
+
+
+def load_paraphrases(questions_dir: Path = QUESTIONS_DIR) -> list[ParaphraseQuestion]:
+    return _paraphrases(questions_dir / "answerable")
 
 
 def load_reworded(questions_dir: Path = QUESTIONS_DIR) -> list[ParaphraseQuestion]:
     """Second paraphrases of the contrast questions' abstracts, worded as far from the abstract as a reader who never
     saw it would ask (training/data/questions/reworded; each names the paraphrase it rewords)."""
-    return [
-        ParaphraseQuestion(r["id"], r["doc_id"], r["question"], r["style"], tuple(r["answer_sentences"]))
-        for r in _records(questions_dir / "reworded")
-    ]
+    return _paraphrases(questions_dir / "reworded")
 
 
 def load_unanswerables(questions_dir: Path = QUESTIONS_DIR) -> list[UnanswerableQuestion]:
