@@ -40,6 +40,9 @@ class JudgeSettings(BaseModel):
     precision: str = Field("auto", pattern="^(auto|int8|float32|bfloat16|float16)$",
                            description="auto: int8 on CPU, the device's fast float type elsewhere.")  # fmt: skip
     batch_size: int = Field(16, ge=1, le=256)
+    # 256, not the reranker's 192: question, title and passage exceed 192 tokens for about 5% of the passages, and
+    # the cut falls at the abstract's end, where findings are stated (README, issue 20's fourth round).
+    max_length: int = Field(256, ge=16, le=512, description="Tokens of (question, title and passage) the judge reads.")
 
     @field_validator("model_dirs", mode="before")
     @classmethod
@@ -72,8 +75,9 @@ class PassageJudge:
         if not directories or not (directories[0] / "config.json").is_file():
             return None
         try:
-            models = [CrossEncoderReranker(directory, device, batch_size=settings.batch_size,
-                                           precision=settings.precision) for directory in directories]  # fmt: skip
+            models = [CrossEncoderReranker(directory, device, max_length=settings.max_length,
+                                           batch_size=settings.batch_size, precision=settings.precision)
+                      for directory in directories]  # fmt: skip
         except RerankerUnavailable as error:
             raise ValueError(f"Cannot load the passage judge: {error}") from None
         return cls(models)

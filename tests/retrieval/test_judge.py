@@ -71,6 +71,21 @@ def test_several_models_judge_by_the_mean_of_their_logits(tiny_reranker_dir: Pat
         PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir, tmp_path / "missing"), **settings), "cpu")
 
 
+def test_the_judge_reads_to_its_max_length_past_the_rerankers(tiny_reranker_dir: Path) -> None:
+    """A finding stated after the reranker's 192 tokens still reaches the judge (it reads 256 by default)."""
+    opening = "We study household saving. " * 30  # about 150 tokens of the same words
+    passages = [opening + "Saving rose after the reform." * 3, opening + "Prices fell across the regions." * 3]
+    question = "Did saving rise after the reform?"
+    default = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32"), "cpu")
+    short = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32", max_length=160),
+                              "cpu")  # fmt: skip
+    assert default is not None and short is not None and default.models[0].max_length == 256
+    assert short.logits(question, passages)[0] == pytest.approx(short.logits(question, passages)[1])
+    assert default.logits(question, passages)[0] != pytest.approx(default.logits(question, passages)[1])
+    with pytest.raises(ValueError):
+        JudgeSettings(max_length=8)
+
+
 @pytest.mark.slow
 def test_the_shipped_judge_separates_what_is_asked_on_one_abstract() -> None:
     judge = PassageJudge.load(JudgeSettings(), "cpu")
