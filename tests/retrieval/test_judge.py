@@ -72,8 +72,8 @@ def test_several_models_judge_by_the_mean_of_their_logits(tiny_reranker_dir: Pat
 
 
 def test_the_judge_reads_to_its_max_length_past_the_rerankers(tiny_reranker_dir: Path) -> None:
-    """A finding stated after the reranker's 192 tokens still reaches the judge (it reads 256 by default)."""
-    opening = "We study household saving. " * 30  # about 150 tokens of the same words
+    """A finding stated late in a long passage reaches the judge at its default length (256), not at a shorter cut."""
+    opening = "We study household saving. " * 30  # about 180 tokens of the same words
     passages = [opening + "Saving rose after the reform." * 3, opening + "Prices fell across the regions." * 3]
     question = "Did saving rise after the reform?"
     default = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32"), "cpu")
