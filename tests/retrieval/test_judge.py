@@ -80,8 +80,9 @@ def test_the_judge_reads_to_its_max_length_past_the_rerankers(tiny_reranker_dir:
     short = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32", max_length=160),
                               "cpu")  # fmt: skip
     assert default is not None and short is not None and default.models[0].max_length == 256
-    assert short.logits(question, passages)[0] == pytest.approx(short.logits(question, passages)[1])
-    assert default.logits(question, passages)[0] != pytest.approx(default.logits(question, passages)[1])
+    cut_early, read_through = short.logits(question, passages), default.logits(question, passages)
+    assert cut_early[0] == pytest.approx(cut_early[1])
+    assert read_through[0] != pytest.approx(read_through[1])
     with pytest.raises(ValueError):
         JudgeSettings(max_length=8)
 
