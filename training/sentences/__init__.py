@@ -1,0 +1,1 @@
+"""Sentence-level evidence: which sentences of an abstract state a result that answers a question."""
