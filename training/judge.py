@@ -32,8 +32,10 @@ import logging
 import random
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -50,12 +52,22 @@ log = logging.getLogger("training.judge")
 DEFAULT_JUDGE_DIR = REPO_ROOT / "models" / "weights" / "judge"
 
 
+class LabelledPair(Protocol):
+    """What `train` reads of a pair (a passage's here, a sentence's in training/sentence_judge.py)."""
+
+    question: str
+    passage: str
+    label: int
+    weight: float
+
+
 @dataclass(frozen=True)
 class JudgePair:
     question: str
     passage: str
     label: int
     source: str  # "positive", "reworded", "contrast" or "neighbour"
+    weight: float = 1.0  # the pair's share of the loss, beside its class's
 
 
 def chunks_by_doc(index: PublishedIndex) -> dict[str, list[Chunk]]:
@@ -120,8 +132,8 @@ class AffineJudge(torch.nn.Module):
         return encoder
 
 
-def train(judge: AffineJudge, tokenizer, pairs: list[JudgePair], steps: int, batch_size: int, learning_rate: float,
-          max_length: int, seed: int) -> list[float]:  # fmt: skip
+def train(judge: AffineJudge, tokenizer, pairs: Sequence[LabelledPair], steps: int, batch_size: int,
+          learning_rate: float, max_length: int, seed: int) -> list[float]:  # fmt: skip
     rng = random.Random(seed)
     positives = sum(p.label for p in pairs)
     # Class-balanced: each class weighs half of the loss.
@@ -133,7 +145,7 @@ def train(judge: AffineJudge, tokenizer, pairs: list[JudgePair], steps: int, bat
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (steps - s) / (steps - warmup)))
-    queue: list[JudgePair] = []
+    queue: list[LabelledPair] = []
     losses: list[float] = []
     started = time.perf_counter()
     judge.train()
@@ -148,7 +160,7 @@ def train(judge: AffineJudge, tokenizer, pairs: list[JudgePair], steps: int, bat
                             max_length=max_length, padding=True, return_tensors="pt")  # fmt: skip
         logits = judge(**encoded)
         labels = torch.tensor([float(p.label) for p in batch])
-        weights = torch.tensor([weight[p.label] for p in batch])
+        weights = torch.tensor([weight[p.label] * p.weight for p in batch])
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, weight=weights)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(judge.parameters(), 1.0)
