@@ -12,8 +12,8 @@ def test_every_committed_label_names_a_drawn_pair_and_passes_the_checks() -> Non
     labels = load_sentence_labels()
     assert len(labels) >= 600
     drawn = pairs(paraphrases=520, topical=160, seed=2026)
-    as_written = [{"pair": l.pair, "n_sentences": l.n_sentences, "finding": list(l.finding), "best": l.best,
-                   "method": list(l.method)} for l in labels]  # fmt: skip
+    as_written = [{"pair": x.pair, "n_sentences": x.n_sentences, "finding": list(x.finding), "best": x.best,
+                   "method": list(x.method)} for x in labels]  # fmt: skip
     assert problems_of(as_written, drawn) == []
 
 
