@@ -1,0 +1,135 @@
+"""Findings faithful to their abstract, said the way economists write them.
+
+A finding is shown only if everything specific in it is in its abstract: every number (digit runs, decimals,
+percentages, ranges, years) exactly as written there, every capitalised name, and no words cut mid-phrase. When the
+generated finding fails any of these, the paper's best finding sentence stands in for it (`attributed`): the
+abstract's own sentence in the third person, opened by who found it ("Autor, Dorn, and Hanson (2013) find that …").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from answering.compose import third_person
+from corpus.sentences import split_sentences
+
+# A number as written: 120,000-180,000 is two numbers; 0.5, 12%, 1990s, $3.2 are one each.
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A capitalised word that is not the first of its sentence (or of the finding): a name, place, acronym or programme.
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\]\s+)$")
+_NOT_NAMES = frozenset(("I", "The", "A", "An", "In", "This", "These", "We", "Our", "Their", "They", "It"))
+_CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
+# What a finding may not end on: a sentence ends on its punctuation (a closing bracket or quote may follow).
+_COMPLETE_ENDING = re.compile(r"[.!?][\"'”’)\]]*$")
+# Reporting verbs that take an -s after a single author ("Smith (2001) finds").
+_BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provide", "develop", "study", "use",
+                         "examine", "test", "present", "propose", "demonstrate", "conclude", "establish", "explain",
+                         "derive", "report", "obtain", "identify", "construct", "analyze", "analyse", "compare",
+                         "characterize", "prove", "suggest", "measure", "consider", "investigate", "explore",
+                         "quantify", "calibrate", "uncover", "exploit", "offer", "reach"))  # fmt: skip
+# Leading subjects the generator writes for a paper, replaced by who found it.
+_GENERIC_SUBJECT = re.compile(
+    r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
+    r"The article|They|We|I)\b\s*", re.IGNORECASE)  # fmt: skip
+
+
+def numbers_of(text: str) -> list[str]:
+    return [match.group(0).rstrip(".,") for match in _NUMBER.finditer(_CITATION.sub("", text))]
+
+
+def names_of(text: str) -> list[str]:
+    """Capitalised words past the start of a sentence, markers dropped."""
+    text = _CITATION.sub("", text)
+    names = []
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        if word[0].isupper() and word not in _NOT_NAMES and not _SENTENCE_START.search(text[: match.start()]):
+            names.append(re.sub(r"['’]s?$", "", word))  # possessives: "Ohio's" is Ohio
+    return names
+
+
+def unfaithful_specifics(finding: str, abstract: str, title: str = "") -> list[str]:
+    """The numbers and names of `finding` that its abstract (or title) does not contain exactly."""
+    source = f"{title}\n{abstract}"
+    source_numbers = set(numbers_of(source))
+    missing = [number for number in numbers_of(finding) if number not in source_numbers]
+    missing += [name for name in names_of(finding)
+                if not re.search(rf"(?<![A-Za-z]){re.escape(name)}", source)]  # fmt: skip
+    return list(dict.fromkeys(missing))
+
+
+def is_complete(finding: str) -> bool:
+    """True when the finding ends a sentence (not cut mid-phrase)."""
+    return bool(_COMPLETE_ENDING.search(_CITATION.sub("", finding).rstrip()))
+
+
+def is_faithful(finding: str, abstract: str, title: str = "") -> bool:
+    return is_complete(finding) and not unfaithful_specifics(finding, abstract, title)
+
+
+def surname(author: str) -> str:
+    """'Autor, David H.' -> 'Autor'; 'Hunt Allcott' -> 'Allcott'."""
+    author = author.strip()
+    if "," in author:
+        return author.split(",")[0].strip()
+    return author.split()[-1] if author.split() else author
+
+
+def attribution(authors: Sequence[str], year: int | None) -> str:
+    """'Autor, Dorn, and Hanson (2013)', 'Smith and Jones (2001)', 'Lee et al. (2020)'; 'The authors (2013)' when
+    the authors are not recorded; no year when none is recorded."""
+    names = [surname(author) for author in authors if author.strip()]
+    if not names:
+        who = "The authors"
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    elif len(names) == 3:
+        who = f"{names[0]}, {names[1]}, and {names[2]}"
+    else:
+        who = f"{names[0]} et al."
+    return f"{who} ({year})" if year else who
+
+
+def _agreeing(rest: str, singular: bool) -> str:
+    """'find that …' -> 'finds that …' after a single author; other words stay."""
+    verb, _, tail = rest.partition(" ")
+    if singular and verb.lower() in _BASE_VERBS:
+        verb = verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
+    return f"{verb} {tail}".rstrip()
+
+
+def attributed(sentence: str, who: str, abstract: str = "") -> str:
+    """The sentence as a finding of `who`: 'We find that X' -> 'Who find that X'; 'X rose' -> 'Who find that x
+    rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name)."""
+    sentence = _CITATION.sub("", sentence).strip()
+    singular = _is_single(who)
+    subject = _GENERIC_SUBJECT.match(sentence)
+    if subject:
+        rest = third_person(sentence[subject.end():])
+        return f"{who} {_agreeing(rest, singular)}" if rest else who
+    first = sentence.split(" ", 1)[0]
+    keeps_capital = (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
+        rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
+    body = sentence if keeps_capital else sentence[:1].lower() + sentence[1:]
+    return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
+
+
+def with_attribution(finding: str, who: str) -> str:
+    """A generated finding whose subject is generic ('The authors find …') opened by who found it instead."""
+    finding = finding.strip()
+    subject = _GENERIC_SUBJECT.match(finding)
+    return f"{who} {_agreeing(finding[subject.end():], _is_single(who))}" if subject else finding
+
+
+def _is_single(who: str) -> bool:
+    """One named author: 'Smith (2001)', not 'Smith and Jones', 'Lee et al.' or 'The authors'."""
+    name = who.split(" (")[0]
+    return not (name.startswith("The ") or " and " in name or "et al." in name)
+
+
+def sentences_of(text: str) -> list[str]:
+    return [text[start:end] for start, end in split_sentences(text)]

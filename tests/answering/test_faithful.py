@@ -1,0 +1,54 @@
+"""Findings faithful to their abstract: numbers and names checked exactly, sentences complete, and who found it."""
+
+from __future__ import annotations
+
+from answering.faithful import (
+    attributed,
+    attribution,
+    is_complete,
+    is_faithful,
+    unfaithful_specifics,
+    with_attribution,
+)
+
+ABSTRACT = ("We estimate that 120,000-180,000 jobs were lost in Ohio before 1982. The regulator designs the auction "
+            "(1997). Wages fell by 4.5 percent.")  # fmt: skip
+
+
+def test_a_miscopied_number_year_or_name_is_caught_and_exact_ones_pass() -> None:
+    assert unfaithful_specifics("The authors find 120,000-180,011 jobs were lost [1].", ABSTRACT) == ["180,011"]
+    assert unfaithful_specifics("Jobs were lost before 1990 [2].", ABSTRACT) == ["1990"]
+    assert unfaithful_specifics("Jobs were lost in Texas.", ABSTRACT) == ["Texas"]
+    assert unfaithful_specifics("Between 120,000 and 180,000 jobs were lost in Ohio before 1982 [1].", ABSTRACT) == []
+    assert unfaithful_specifics("Wages fell by 4.5 percent.", ABSTRACT) == []
+    # the citation marker's number is not part of the finding
+    assert unfaithful_specifics("Wages fell [3].", ABSTRACT) == []
+
+
+def test_a_finding_cut_mid_phrase_is_not_complete() -> None:
+    assert is_complete("Wages fell by 4.5 percent [1].")
+    assert is_complete("Wages fell by 4.5 percent. [1]")
+    assert not is_complete("Wages fell by the [1]")
+    assert not is_faithful("Wages fell by 4.5", ABSTRACT)
+
+
+def test_attribution_reads_as_economists_write_it() -> None:
+    authors = ["Autor, David H.", "Dorn, David", "Hanson, Gordon H."]
+    assert attribution(authors, 2013) == "Autor, Dorn, and Hanson (2013)"
+    assert attribution(["Hunt Allcott", "Matthew Gentzkow"], 2022) == "Allcott and Gentzkow (2022)"
+    assert attribution(["A, B", "C, D", "E, F", "G, H"], 1999) == "A et al. (1999)"
+    assert attribution([], 2013) == "The authors (2013)"
+    assert attribution(["Lee, Ann"], None) == "Lee"
+
+
+def test_an_abstract_sentence_becomes_a_finding_of_its_authors_without_changing_its_subject() -> None:
+    who = attribution(["Smith, Ann"], 2001)
+    assert attributed("We find that wages fell by 4.5 percent.", who) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")
+    assert attributed("The regulator designs the auction.", who, ABSTRACT) == (
+        "Smith (2001) finds that the regulator designs the auction.")
+    plural = attribution(["Smith, Ann", "Jones, Bo"], 2001)
+    assert attributed("Our estimates show that we underpredict.", plural).startswith("Smith and Jones (2001) find")
+    # a name opening the sentence keeps its capital
+    assert attributed("Ohio lost jobs.", plural, ABSTRACT) == "Smith and Jones (2001) find that Ohio lost jobs."
+    assert with_attribution("The authors show that X holds [2].", who) == "Smith (2001) shows that X holds [2]."
