@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"embedding cache (default: <out>.cache; with postgres {DEFAULT_PG_CACHE})")
     parser.add_argument("--no-progress", action="store_true", help="hide the embedding progress bar")
+    parser.add_argument("--allow-shrink", action="store_true",
+                        help="publish even when the corpus drops more than --max-shrink of the live index's documents")
+    parser.add_argument("--max-shrink", type=float, default=0.05,
+                        help="share of the live index's documents a build may drop (default: %(default)s)")
     return parser
 
 
@@ -78,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cache_dir=args.cache_dir or (DEFAULT_PG_CACHE if args.backend == "postgres" else None),
             force=args.force,
             show_progress=not args.no_progress,
+            max_shrink=args.max_shrink,
+            allow_shrink=args.allow_shrink,
         )
         pipeline = IngestionPipeline(settings, target=target)
         if args.check:

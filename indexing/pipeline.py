@@ -25,6 +25,10 @@ from indexing.storage import file_sha256, text_sha256
 from indexing.targets import BuildContent, BuildTarget, DirectoryTarget, timed
 
 
+class ShrinkRefused(ValueError):
+    """The new corpus would drop too much of the live index (see IngestionSettings.max_shrink)."""
+
+
 @dataclass(frozen=True)
 class IngestionSettings:
     corpus: Path
@@ -40,6 +44,10 @@ class IngestionSettings:
     cache_dir: Path | None = None  # default: <out_dir>.cache beside the index (out_dir is ignored with a target)
     force: bool = False  # rebuild even when the published index is up to date
     show_progress: bool = False
+    # A build that would drop more than this share of the live index's documents is refused (a cut or wrong CSV
+    # must not replace the corpus) unless allow_shrink says the shrink is meant.
+    max_shrink: float = 0.05
+    allow_shrink: bool = False
 
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):
@@ -48,6 +56,8 @@ class IngestionSettings:
             raise ValueError(f"precision must be 'auto', 'float32' or 'bfloat16', not {self.precision!r}.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {self.batch_size}.")
+        if not 0.0 <= self.max_shrink <= 1.0:
+            raise ValueError(f"max_shrink must be a share between 0 and 1, not {self.max_shrink}.")
         DenseSettings(faiss_index=self.faiss_index)  # validates the index type
         # Validate the chunking values now (the model's window, the real default, is only known later).
         ChunkingSettings(self.max_chunk_tokens or 256, self.chunk_overlap_sentences)
@@ -138,6 +148,7 @@ class IngestionPipeline:
         settings = self.settings
         with self._timed("load"):
             corpus = CorpusLoader().load(settings.corpus)  # raises CorpusError before anything is written
+        self._refuse_shrink(corpus)
         with self._timed("chunk"):
             chunker = SentenceChunker(self.chunking, TokenCounter(self.model_files))
             chunks = [chunk for document in corpus.documents for chunk in chunker.chunk(document)]
@@ -161,6 +172,21 @@ class IngestionPipeline:
             reused_embeddings=len(chunks) - embedded,
             timings=self.timings,
         )
+
+    def _refuse_shrink(self, corpus: LoadedCorpus) -> None:
+        """Raise ShrinkRefused, before any work, when the build would drop more than max_shrink of the live
+        index's documents and allow_shrink is not set."""
+        live = self.target.live_document_ids()
+        if not live or self.settings.allow_shrink:
+            return
+        dropped = sorted(live - {document.doc_id for document in corpus.documents})
+        if len(dropped) > self.settings.max_shrink * len(live):
+            examples = ", ".join(dropped[:5]) + (", …" if len(dropped) > 5 else "")
+            raise ShrinkRefused(
+                f"{self.settings.corpus} would drop {len(dropped)} of the {len(live)} documents of the live index "
+                f"({len(dropped) / len(live):.0%}, more than the {self.settings.max_shrink:.0%} allowed), e.g. "
+                f"{examples}. Nothing was published; if the smaller corpus is meant, run again with --allow-shrink."
+            )
 
     def _embed(self, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
         """Vectors for every chunk, computing only those the cache lacks; returns (vectors, computed)."""

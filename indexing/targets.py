@@ -7,6 +7,7 @@ is built here) and indexing.postgres.target.PostgresTarget (one schema per build
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -67,6 +68,10 @@ class BuildTarget(Protocol):
         """Problems with the live build: missing, corrupt, or stale against the corpus and settings."""
         ...
 
+    def live_document_ids(self) -> set[str] | None:
+        """The doc_ids of the live build (None when nothing is published), to compare a new build with."""
+        ...
+
 
 class DirectoryTarget:
     """The published directory (indexing.publish: versioned builds behind one atomically swapped symlink)."""
@@ -109,6 +114,14 @@ class DirectoryTarget:
             except BaseException:
                 self.publisher.abandon(build_dir)
                 raise
+
+    def live_document_ids(self) -> set[str] | None:
+        live = self.publisher.current_build()
+        path = live / DOCUMENTS_FILE if live is not None else None
+        if path is None or not path.is_file():
+            return None
+        with path.open(encoding="utf-8") as lines:
+            return {json.loads(line)["doc_id"] for line in lines if line.strip()}
 
     def check(self, fingerprint: str, corpus: Path) -> list[str]:
         live = self.publisher.current_build()

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from psycopg import sql
+
 from indexing.postgres.schema import HnswSettings
 from indexing.postgres.writer import PostgresPublishError, PostgresWriter, safe_dsn
 from indexing.storage import file_sha256
@@ -62,6 +64,15 @@ class PostgresTarget:
         if live.fingerprint != fingerprint:
             return ["stale: the embedding model or the build settings changed since the build was published"]
         return []
+
+    def live_document_ids(self) -> set[str] | None:
+        live = self.writer.live()
+        if live is None or not self._schema_exists(live.schema_name):
+            return None
+        with self.writer.connect() as connection:
+            rows = connection.execute(
+                sql.SQL("SELECT doc_id FROM {}.documents").format(sql.Identifier(live.schema_name))).fetchall()
+        return {row[0] for row in rows}
 
     def _schema_exists(self, schema: str) -> bool:
         with self.writer.connect() as connection:

@@ -94,6 +94,27 @@ def test_changed_corpus_reembeds_only_changed_chunks(
     assert float(index.dense.vectors[0] @ fresh) > 0.999
 
 
+def test_a_corpus_that_drops_documents_does_not_replace_the_index_unless_told(
+    tmp_path: Path, write_csv: WriteCsv, sample_rows: Rows, build: Build, embedder: Embedder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    corpus = write_csv(tmp_path / "corpus.csv", sample_rows)
+    build(corpus, tmp_path / "index")
+    live = (tmp_path / "index").resolve()
+    cut = write_csv(tmp_path / "cut.csv", sample_rows[:1])  # a CSV cut at a row boundary
+    with pytest.raises(pipeline_module.ShrinkRefused, match=r"would drop \d+ of the \d+ documents.*--allow-shrink"):
+        build(cut, tmp_path / "index")
+    assert (tmp_path / "index").resolve() == live  # nothing published, nothing lost
+    assert main(["--corpus", str(cut), "--out", str(tmp_path / "index"), "--device", "cpu", "--no-progress"]) == 2
+    assert "--allow-shrink" in capsys.readouterr().err and (tmp_path / "index").resolve() == live
+    # a drop within the allowed share, or one that is meant, is published
+    assert build(cut, tmp_path / "index", max_shrink=1.0).status == "built"
+    build(corpus, tmp_path / "index")
+    summary = build(cut, tmp_path / "index", allow_shrink=True)
+    assert summary.status == "built" and summary.documents == 1
+    assert len(PublishedIndex.load(tmp_path / "index", embedder=embedder).documents) == 1
+
+
 def test_settings_change_rebuilds_from_the_cache_without_the_model(
     tmp_path: Path, sample_corpus: Path, build: Build, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -99,6 +99,7 @@ def test_the_target_reports_an_unchanged_build_and_publishes_nothing_for_it(post
     assert target.up_to_date("fp-1") == location
     assert target.up_to_date("fp-2") is None
     assert target.fingerprint_inputs() == {"dense": HnswSettings().to_json()}
+    assert target.live_document_ids() == {document.doc_id for document in content.documents}
 
 
 def test_a_database_without_a_build_is_unavailable_with_a_clear_message(postgres_dsn: str) -> None:
