@@ -1,6 +1,8 @@
 """Every request body is checked once, before any route sees it: JSON only (415 otherwise), at most
-`max_body_bytes` (413), and parsable (400 for any body that is not JSON: empty, cut short, not UTF-8, or nested
-deeper than `max_json_depth`, which would otherwise exhaust the parser's recursion or the validator's).
+`max_body_bytes` (413), and parsable (400 for any body that is not JSON: empty, cut short, not UTF-8, an integer
+longer than Python converts (4,300 digits), a string holding a lone surrogate ("\ud800", which no tokenizer can
+encode), or nested deeper than `max_json_depth`, which would otherwise exhaust the parser's recursion or the
+validator's).
 
 Only requests that a route takes with a body are checked: any other method or path goes on to the router, which
 answers 404 or 405 (a PUT to /healthz is a wrong method, not a wrong content type).
@@ -11,6 +13,7 @@ Plain ASGI middleware: the body is read (bounded) and replayed to the app, so ro
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from starlette.routing import BaseRoute, Match, Mount
@@ -19,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.errors import error_body
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
 JSON_TYPES = frozenset({"application/json"})
 
 
@@ -33,6 +37,23 @@ def json_depth_exceeds(value: object, limit: int) -> bool:
         if depth > limit:
             return True
         stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether any string (key or value) holds a UTF-16 surrogate, which JSON's \\u escapes allow and UTF-8 cannot
+    encode (iterative, like the depth check)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
@@ -74,15 +95,24 @@ class RequestBodyGuard:
             if not message.get("more_body", False):
                 break
         try:
-            too_deep = json_depth_exceeds(json.loads(body.decode("utf-8")), self.max_json_depth)
+            parsed = json.loads(body.decode("utf-8"))
+            too_deep = json_depth_exceeds(parsed, self.max_json_depth)
         except (UnicodeDecodeError, json.JSONDecodeError):
             await self._refuse(scope, send, 400, "malformed_json", "The request body is not valid JSON.")
             return
         except RecursionError:  # deeper than the parser goes
-            too_deep = True
+            parsed, too_deep = None, True
+        except ValueError:  # an integer past Python's conversion limit (4,300 digits)
+            await self._refuse(scope, send, 400, "number_too_long",
+                               "The request body holds a number with more than 4,300 digits.")  # fmt: skip
+            return
         if too_deep:
             message = f"The request body nests arrays or objects deeper than {self.max_json_depth} levels."
             await self._refuse(scope, send, 400, "json_too_deep", message)
+            return
+        if has_lone_surrogate(parsed):
+            await self._refuse(scope, send, 400, "invalid_unicode", "The request body holds a lone UTF-16 surrogate "
+                               "(a \\ud800-\\udfff escape not part of a pair); send valid Unicode text.")  # fmt: skip
             return
 
         replayed = False

@@ -77,3 +77,16 @@ def test_head_is_served_wherever_get_is(client: TestClient, path: str) -> None:
 def test_head_of_a_post_only_route_is_405_and_of_nothing_404(client: TestClient) -> None:
     assert client.head("/v1/search").status_code == 405
     assert client.head("/nowhere").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/ask", "/v1/chat/completions"])
+def test_a_huge_integer_or_a_lone_surrogate_is_a_400_before_the_key_check(secured: TestClient, path: str) -> None:
+    huge = '{"query": "wages", "top_k": ' + "9" * 5000 + "}"
+    surrogate = '{"query": "wages \\ud800", "messages": [{"role": "user", "content": "a \\udfff b"}]}'
+    for body, code in ((huge, "number_too_long"), (surrogate, "invalid_unicode")):
+        response = secured.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400 and response.json()["error"]["code"] == code, response.text[:200]
+    # a surrogate pair written as escapes is one valid character, not refused for it
+    pair = '{"query": "wages \\ud83d\\ude00"}'
+    response = secured.post(path, content=pair, headers={"Content-Type": "application/json", "X-API-Key": "k"})
+    assert response.status_code != 400 or response.json()["error"]["code"] != "invalid_unicode"
