@@ -6,10 +6,11 @@
     sampling.py     next-token choice                              detokenize.py incremental text, stop strings
     engine.py       Generator: prefill, decode, prefix reuse       streams.py    sync and async text streams
     scheduler.py    continuous batching: one loop, prompt chunks and decode rows in one forward
-    beam_search.py  beam search                                    cuda_graphs.py  CUDA-graph decode steps
+    planning.py     what a turn of the loop does (a Plan)          runner.py     builds a plan's tensors, runs it
+    steps.py        the decode step's protocol                     cuda_graphs.py  CUDA-graph decode steps
     quantized.py    the CPU decode step on GGML Q4_1/Q8_0 blocks: one C++ call per step (native.py, kernels/)
     fused_step.py   the GPU decode step through our Triton kernels (triton_kernels.py), for the CUDA graph
-    lora.py, quantize.py  adapters, int8 (devices and precisions: runtime/device.py)
+    lora.py         adapters (devices and precisions: runtime/device.py)
 """
 
 import runtime  # noqa: F401  (first: it sets OpenMP's waiting policy before torch loads)

@@ -27,11 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--no-repeat-ngram-size", type=int, default=0)
     gen.add_argument("--seed", type=int, default=None)
     gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
-    gen.add_argument("--num-beams", type=int, default=1)
-    gen.add_argument("--length-penalty", type=float, default=1.0)
     gen.add_argument("--device", default="auto", help="auto, cpu or cuda")
     gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
-    gen.add_argument("--int8", action="store_true", help="weight-only int8 on CPU: faster, not float32-exact")
     gen.add_argument("--weights", choices=["auto", "float32", "q4_1", "q8_0"], default="auto",
                      help="the CPU decode step's weights (auto: 4-bit Q4_1 where our kernels build)")
     gen.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: all cores)")
@@ -46,15 +43,13 @@ def main(argv: list[str] | None = None) -> int:
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
             top_p=args.top_p, repetition_penalty=args.repetition_penalty,
             no_repeat_ngram_size=args.no_repeat_ngram_size, seed=args.seed, stop=tuple(args.stop),
-            num_beams=args.num_beams, length_penalty=args.length_penalty,
         )
         if args.threads is not None:
             if args.threads < 1:
                 raise ValueError(f"--threads must be at least 1, got {args.threads}.")
             torch.set_num_threads(args.threads)
         started = time.perf_counter()
-        generator = Generator.from_pretrained(args.model, device=args.device, dtype=args.dtype,
-                                              quantize="int8" if args.int8 else None, weights=args.weights)
+        generator = Generator.from_pretrained(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
         print(f"[loaded {generator.model_name} on {generator.device} ({generator.dtype}, decode {generator.weights}) "
               f"in {time.perf_counter() - started:.1f} s]", file=sys.stderr)
         if args.raw:

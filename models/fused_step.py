@@ -33,11 +33,15 @@ def fused_kernels_available(device: torch.device) -> bool:
 
 
 class FusedDecodeStep:
-    """step(tokens (N, 1), cache (rows 0..N-1 used), positions (N,), attend_len) -> logits (N, V) float32, as
-    model(tokens, cache, positions, attend_len=attend_len)."""
+    """A DecodeStep (steps.py): step(tokens (N, 1), cache (rows 0..N-1 used), positions (N,), attend_len) -> logits
+    (N, V) float32, as model(tokens, cache, positions, attend_len=attend_len)."""
+
+    name = "fused kernels"
+    joins_prefill = True  # the model's arithmetic, kernel by kernel
 
     def __init__(self, model: Transformer) -> None:
-        from models import triton_kernels  # Triton only where this step runs
+        # Triton only where this step runs; from the module itself, not the package (models/__init__ imports us).
+        import models.triton_kernels as triton_kernels
 
         self.kernels = triton_kernels
         self.model = model

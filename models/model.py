@@ -138,7 +138,7 @@ def apply_rotary(x: Tensor, cos: Tensor, signed_sin: Tensor) -> Tensor:
 # in cache, and only the block's diagonal needs a causal mask; blocks also skip the keys after their last query.
 # On a GPU the whole chunk is one block (fewer kernel launches).
 CPU_QUERY_BLOCK = 64
-_scratch = threading.local()  # per thread: the scheduler and beam search run on different threads
+_scratch = threading.local()  # per thread: the scheduler's thread and callers of the model directly
 
 
 def _score_buffer(numel: int, like: Tensor) -> Tensor | None:

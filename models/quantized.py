@@ -98,14 +98,18 @@ def supports(model: Transformer) -> str | None:
     if not all(hasattr(getattr(model.layers[0], p.split(".")[0]), p.split(".")[1]) for p in _PROJECTIONS) or any(
         not hasattr(module, "weight") for module in (model.layers[0].attn.qkv_proj, model.lm_head)
     ):
-        return "the projections are not plain weights (int8?)"
+        return "the projections are not plain weights"
     return None
 
 
 class QuantizedDecoder:
-    """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V), as the model's decode
-    step; rows at or beyond attend_len are the scheduler's idle rows, not computed at all (zero logits): a step costs
-    what its running rows cost, whichever slots they hold."""
+    """A DecodeStep (steps.py): step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V),
+    as the model's decode step; rows at or beyond attend_len are the scheduler's idle rows, not computed at all (zero
+    logits): a step costs what its running rows cost, whichever slots they hold."""
+
+    # Other arithmetic than the float32 forward: the running rows always go through this step, never beside a
+    # prompt chunk in the model's forward, so an answer does not depend on what else is running.
+    joins_prefill = False
 
     def __init__(self, model: Transformer, weights: Literal["auto", "q4_1", "q8_0"],
                  blocks: dict[str, BlockMatrix] | None = None) -> None:  # fmt: skip
@@ -151,6 +155,10 @@ class QuantizedDecoder:
         # Bytes read per decode step: every projection and the LM head (one row of the embedding).
         self.weight_bytes = head.data.numel() + sum(t.numel() for layer in layers for t in layer[3:])
         self._bound: tuple[int, int] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.weights} ({self.isa})"
 
     def __call__(self, tokens: Tensor, cache: KVCache, positions: Tensor, attend_len: int) -> Tensor:
         binding = (cache.k[0].data_ptr(), cache.batch_size)

@@ -23,8 +23,6 @@ class SamplingParams:
     no_repeat_ngram_size: int = 0  # 0 = off; n bans any n-gram from occurring twice in the answer
     seed: int | None = None
     stop: tuple[str, ...] = ()
-    num_beams: int = 1
-    length_penalty: float = 1.0  # beam search: score = sum log p / length ** length_penalty
     ignore_eos: bool = False  # keep going past EOS (benchmarks: a fixed number of new tokens)
     # Token sequences the answer may not begin with (e.g. a refusal once retrieval has decided the
     # question is answerable); each is cut off at its last token.
@@ -38,11 +36,8 @@ class SamplingParams:
             (0.0 < self.top_p <= 1.0, f"top_p must be in (0, 1], got {self.top_p}."),
             (self.repetition_penalty > 0.0, f"repetition_penalty must be > 0, got {self.repetition_penalty}."),
             (self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}."),
-            (self.num_beams >= 1, f"num_beams must be at least 1, got {self.num_beams}."),
             (all(isinstance(s, str) and s for s in self.stop), "stop strings must be non-empty strings."),
             (all(len(opening) > 0 for opening in self.banned_openings), "banned openings must not be empty."),
-            (self.num_beams == 1 or self.greedy,
-             "beam search is deterministic: use temperature 0 with num_beams > 1."),
         ]
         for ok, message in checks:
             if not ok:

@@ -2,21 +2,15 @@
 
 Every request gets a slot: a row of one preallocated KV cache (slots x slot_tokens), so memory is bounded and
 known at start. Each turn of the loop
-  1. admits waiting requests into free slots, preferring the slot whose cached tokens share the longest prefix
-     with the prompt (the system message is then not computed again);
-  2. runs one forward of the model holding a chunk (prefill_chunk tokens) of the oldest request still reading its
-     prompt beside the next token of every running request, each at its own position: the weights are read
-     once for both, so a new prompt neither stalls the streams already running for more than one chunk nor
-     waits behind separate decode steps (with no stream running, the whole prompt goes in one forward: larger
-     matmuls, less time to the first token). Younger prompts that fit whole in what is left of the forward's
-     budget (prefill_chunk, or prefill_batch_tokens with no stream running) are read in the same forward: a
-     forward has a fixed cost (on a GPU, most of a short prompt's), paid once for all of them. On CPU, where a
-     prompt's arithmetic is the cost, prompts are by default not batched with no stream running: the oldest one's
-     first token would wait for the others';
+  1. decides (schedule(): planning.py): which waiting requests take free slots, which prompt chunks are read
+     beside the next token of every running answer, and how they run; a Plan, no tensors;
+  2. runs the plan (runner.py): one forward of the model holding the prompt chunks and the decode rows, so the
+     weights are read once for both and a new prompt neither stalls the running answers for more than one chunk
+     nor waits behind separate decode steps (or the rows through the decode step apart: steps.py);
   3. samples each request's token with its own sampling parameters, seed, stop strings, no-repeat state and
-     text sink;
-  4. lets cancelled and finished requests go, freeing their slots at once.
-A request that does not fit in the slots waits (up to max_waiting; beyond that submit() raises EngineFullError).
+     text sink, and lets finished requests go, freeing their slots at once (cancelled ones go before deciding).
+A request that does not fit in the slots waits (up to max_waiting; beyond that submit() raises EngineFullError):
+submit() and the plan's admissions are the only places that decide admission.
 """
 
 from __future__ import annotations
@@ -38,8 +32,11 @@ from torch import Tensor
 
 from models.detokenize import GenerationResult, OutputText
 from models.kv_cache import KVCache
-from models.model import Segment, Transformer
+from models.model import Transformer
+from models.planning import Plan, Planner, Slot
+from models.runner import ModelRunner, StepOutput
 from models.sampling import SamplingParams, choose_next_tokens, make_generator
+from models.steps import DecodeStep, ModelStep
 from models.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -82,13 +79,6 @@ class SchedulerSettings:
             raise ValueError(f"Invalid scheduler settings: {self}.")
 
 
-@dataclass
-class Slot:
-    index: int
-    token_ids: list[int] = field(default_factory=list)  # the tokens whose KV the slot holds (for prefix reuse)
-    busy: bool = False
-
-
 _ids = itertools.count(1)
 
 
@@ -107,10 +97,6 @@ class Request:
     next_token: int | None = None  # sampled, not yet run through the model
     generated: list[int] = field(default_factory=list)
     cancelled: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def decoding(self) -> bool:
-        return self.next_token is not None
 
 
 class RequestHandle:
@@ -133,16 +119,35 @@ class RequestHandle:
             self._wake()
 
 
+@dataclass(frozen=True)
+class SchedulerStats:
+    """One consistent reading of the scheduler (for metrics and callers sizing their own lines against it)."""
+
+    slots: int  # requests decoded together
+    max_waiting: int  # requests that may wait for a slot; beyond, submit() raises EngineFullError
+    running: int  # requests holding a slot (reading their prompt or decoding)
+    waiting: int
+    steps: int  # decode steps taken
+    reused_tokens: int  # prompt tokens not computed again thanks to a slot's cached prefix
+
+    @property
+    def capacity(self) -> int:
+        """Requests the scheduler holds at most, running and waiting."""
+        return self.slots + self.max_waiting
+
+    @property
+    def room(self) -> int:
+        """Requests submit() takes now before it raises EngineFullError (a slot frees at most one more)."""
+        return max(0, self.max_waiting - self.waiting) + max(0, self.slots - self.running)
+
+
 class Scheduler:
     """Entry point: submit(prompt_ids, params, sink) -> RequestHandle. The loop runs in its own thread."""
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, settings: SchedulerSettings,
-                 step: Callable[[Tensor, KVCache, Tensor, int], Tensor] | None = None,
-                 decode_apart: bool = False) -> None:  # fmt: skip
-        """step(tokens (n, 1), cache rows 0..n-1, positions (n,), attend_len) -> logits (n, V): the decode step
-        (default: the model itself; CUDA graphs replay a captured one). decode_apart: the step is not the model's
-        arithmetic (quantized weights), so the running answers always go through it, never beside a prompt chunk
-        in the model's forward: an answer then does not depend on what else is running."""
+                 step: DecodeStep | None = None) -> None:  # fmt: skip
+        """step: the decode step (steps.py; default: the model itself). Whether it joins the prompt chunks'
+        forward is the step's own joins_prefill."""
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
@@ -150,8 +155,12 @@ class Scheduler:
         self.cache = KVCache.allocate(model.config, settings.slots, settings.slot_tokens, self.device,
                                       model.embed_tokens.weight.dtype)  # fmt: skip
         self.slots = [Slot(i) for i in range(settings.slots)]
-        self._decode = step or (lambda tokens, cache, positions, length: model(tokens, cache, positions, length))
-        self._decode_apart = decode_apart and step is not None
+        self.step: DecodeStep = step or ModelStep(model)
+        self.runner = ModelRunner(model, self.cache, self.step)
+        batch_tokens = settings.prefill_batch_tokens
+        if batch_tokens is None:
+            batch_tokens = GPU_PREFILL_BATCH_TOKENS if self.device.type == "cuda" else 0
+        self.planner = Planner(settings.prefill_chunk, batch_tokens, settings.reuse_prefix, self.step.joins_prefill)
         self._waiting: deque[Request] = deque()
         self._running: list[Request] = []
         self._condition = threading.Condition()
@@ -185,9 +194,14 @@ class Scheduler:
 
     @contextmanager
     def admitting_together(self) -> Iterator[None]:
-        """Requests submitted inside are admitted in one turn of the loop (then read together, see _chunks)."""
+        """Requests submitted inside are admitted in one turn of the loop (then read together: planning.py)."""
         with self._condition:
             yield
+
+    def schedule(self) -> Plan:
+        """What the next turn would do for the requests as they are now (it changes nothing)."""
+        with self._condition:
+            return self.planner.schedule(self._waiting, self._running, self.slots)
 
     def forget_prefixes(self) -> None:
         """Drop what the free slots remember (benchmarks time a cold prompt with it)."""
@@ -207,6 +221,16 @@ class Scheduler:
     @property
     def waiting(self) -> int:
         return len(self._waiting)
+
+    @property
+    def capacity(self) -> int:
+        """Requests held at most, running and waiting: slots + max_waiting."""
+        return self.settings.slots + self.settings.max_waiting
+
+    def stats(self) -> SchedulerStats:
+        with self._condition:
+            return SchedulerStats(self.settings.slots, self.settings.max_waiting, len(self._running),
+                                  len(self._waiting), self.steps, self.reused_tokens)  # fmt: skip
 
     def shutdown(self, error: BaseException | None = None) -> None:
         """Stop the loop; every waiting or running request ends with `error` (default EngineStoppedError).
@@ -241,103 +265,47 @@ class Scheduler:
                     self._condition.wait()
                 if self._stopped:
                     return
-                self._admit()
+                self._drop_cancelled()
+                plan = self.planner.schedule(self._waiting, self._running, self.slots)
+                self._admit(plan)
             try:
                 with torch.inference_mode():
-                    self._drop_cancelled()
-                    self._forward()
+                    self._update(plan, self.runner.execute(plan))
             except Exception as error:  # a failure fails the requests in flight, not the engine
                 log.exception("generation step failed")
                 for request in list(self._running):
                     self._finish(request, error)
 
-    def _admit(self) -> None:
-        """Under the lock: cancelled waiting requests leave at once; the others take free slots in order."""
+    def _drop_cancelled(self) -> None:
+        """Under the lock: cancelled requests leave at once, waiting or running, before the plan is made."""
         for request in [r for r in self._waiting if r.cancelled.is_set()]:
             self._waiting.remove(request)
             request.output.finish("cancelled")
             request.sink.on_finish(request.output.result(len(request.prompt_ids)))
-        while self._waiting:
-            free = [slot for slot in self.slots if not slot.busy]
-            if not free:
-                return
+        for request in [r for r in self._running if r.cancelled.is_set()]:
+            request.output.finish("cancelled")
+            self._finish(request)
+
+    def _admit(self, plan: Plan) -> None:
+        """Under the lock: the plan's admissions take their slots (they are the head of the waiting line)."""
+        for admission in plan.admitted:
             request = self._waiting.popleft()
-            slot, reused = max(((s, self._shared_prefix(s, request.prompt_ids)) for s in free), key=lambda x: x[1])
-            slot.busy, request.slot, request.filled = True, slot, reused
-            self.reused_tokens += reused
+            assert request.request_id == admission.request_id
+            slot = self.slots[admission.slot]
+            slot.busy, request.slot, request.filled = True, slot, admission.reused
+            self.reused_tokens += admission.reused
             self._running.append(request)
 
-    def _shared_prefix(self, slot: Slot, prompt: list[int]) -> int:
-        if not self.settings.reuse_prefix:
-            return 0
-        shared = 0
-        for cached, wanted in zip(slot.token_ids, prompt, strict=False):
-            if cached != wanted:
-                break
-            shared += 1
-        return min(shared, len(prompt) - 1)  # at least one prompt token runs, for the next-token logits
-
-    def _drop_cancelled(self) -> None:
-        for request in list(self._running):
-            if request.cancelled.is_set():
-                request.output.finish("cancelled")
-                self._finish(request)
-
-    def _forward(self) -> None:
-        """One forward of the model: chunks of the prompts still being read (the oldest first) beside one decode
-        step of every running answer, so that the weights are read once for all of them (either may be absent)."""
-        decoding = [r for r in self._running if r.decoding]
-        reading = sorted((r for r in self._running if not r.decoding), key=lambda r: r.submitted)
-        chunks = self._chunks(reading, whole=not decoding)
-        step = self._decode_segment(decoding) if decoding else None
-        if not chunks and step is None:
-            return
-        segments = [chunk for _, chunk in chunks]
-        if not chunks:
-            assert step is not None
-            logits = [self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # a graph may replay it
-        elif step is not None and self._decode_apart:
-            logits = [*self.model.forward_segments(segments),
-                      self._decode(step.tokens, step.cache, step.start, step.attend_len)]  # fmt: skip
-        else:
-            logits = self.model.forward_segments(segments if step is None else [*segments, step])
-        for (request, chunk), request_logits in zip(chunks, logits, strict=False):
-            self._read(request, chunk.tokens.shape[1], request_logits)
-        if decoding:
+    def _update(self, plan: Plan, output: StepOutput) -> None:
+        """Sample and emit: each prompt chunk read moves its request on (its last chunk gives the first token),
+        each decode row gives its request the next token."""
+        requests = {request.request_id: request for request in self._running}
+        for chunk, logits in zip(plan.prefill, output.prefill, strict=True):
+            self._read(requests[chunk.request_id], chunk.stop - chunk.start, logits)
+        if plan.decode:
+            assert output.decode is not None
             self.steps += 1
-            self._advance(decoding, logits[-1])
-
-    def _chunks(self, reading: list[Request], whole: bool) -> list[tuple[Request, Segment]]:
-        """The oldest prompt's next chunk (see _chunk), then the next prompts whole while they fit in what is left of
-        the forward's budget: prefill_batch_tokens when nothing else is decoding, else prefill_chunk."""
-        if not reading:
-            return []
-        first = self._chunk(reading[0], whole)
-        chunks, left = [(reading[0], first)], self._budget(whole) - first.tokens.shape[1]
-        for request in reading[1:]:
-            rest = len(request.prompt_ids) - request.filled
-            if rest > left:
-                break  # the oldest first: a younger prompt does not overtake one that waits
-            chunks.append((request, self._chunk(request, whole=True)))
-            left -= rest
-        return chunks
-
-    def _budget(self, whole: bool) -> int:
-        if not whole:
-            return self.settings.prefill_chunk
-        if self.settings.prefill_batch_tokens is None:
-            return GPU_PREFILL_BATCH_TOKENS if self.device.type == "cuda" else 0
-        return self.settings.prefill_batch_tokens
-
-    def _chunk(self, request: Request, whole: bool) -> Segment:
-        """The request's next prompt tokens: all of them when nothing else is decoding (larger matmuls), else
-        prefill_chunk, so that the running answers are not stalled for long; a rest of up to half a chunk more
-        goes along rather than costing a forward of its own (each forward has a fixed cost)."""
-        assert request.slot is not None
-        rest, chunk = request.prompt_ids[request.filled :], self.settings.prefill_chunk
-        ids = rest if whole or len(rest) <= chunk * 3 // 2 else rest[:chunk]
-        row = request.slot.index
-        return Segment(torch.tensor([ids], device=self.device), self.cache.rows(row, row + 1), request.filled)
+            self._advance([requests[row.request_id] for row in plan.decode], output.decode)
 
     def _read(self, request: Request, count: int, logits: Tensor) -> None:
         assert request.slot is not None
@@ -345,19 +313,6 @@ class Scheduler:
         request.slot.token_ids = request.prompt_ids[: request.filled]
         if request.filled == len(request.prompt_ids):
             self._take(request, self._choose(request, logits))
-
-    def _decode_segment(self, decoding: list[Request]) -> Segment:
-        """Every decoding request's next token at its own position, in the cache rows 0..n-1 (n = 1 + the highest
-        slot in use); rows without a decoding request write to their scratch slot and are not read."""
-        rows = 1 + max(r.slot.index for r in decoding)  # type: ignore[union-attr]
-        scratch = self.settings.slot_tokens - 1  # never part of a request's tokens
-        tokens, positions = [0] * rows, [scratch] * rows
-        for request in decoding:
-            tokens[request.slot.index] = request.next_token  # type: ignore[union-attr, call-overload]
-            positions[request.slot.index] = request.filled  # type: ignore[union-attr]
-        attend_len = 1 + max(r.filled for r in decoding)
-        staged = torch.tensor([tokens, positions]).to(self.device, non_blocking=True)  # one copy to the device
-        return Segment(staged[0].view(rows, 1), self.cache.rows(0, rows), staged[1], attend_len)
 
     def _advance(self, decoding: list[Request], logits: Tensor) -> None:
         chosen = self._choose_all(decoding, logits)

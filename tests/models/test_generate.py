@@ -1,12 +1,10 @@
-"""The generation engine on tiny models: batching, stops, beam search, streaming, cancellation, limits."""
+"""The generation engine on tiny models: batching, stops, streaming, cancellation, limits."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import threading
-from dataclasses import replace
 
 import pytest
 
@@ -53,33 +51,12 @@ def test_eos_stops_and_is_not_in_the_text(make_bigram_generator, tiny_tokenizer,
     assert (short.text, short.finish_reason) == ("a", "length")
 
 
-def test_banned_opening_steers_greedy_and_beam_search(make_bigram_generator, tiny_tokenizer, char_token) -> None:
+def test_banned_opening_steers_greedy_decoding(make_bigram_generator, tiny_tokenizer, char_token) -> None:
     s, a, b, c, x = (char_token(tiny_tokenizer, ch) for ch in "Sabcx")
     generator = make_bigram_generator(tiny_tokenizer, {s: {a: 0.9, b: 0.1}, a: {b: 0.6, c: 0.4}, b: {x: 1.0}})
     assert generator.generate(["S"], SamplingParams(max_new_tokens=5))[0].text == "abx"
     banned = SamplingParams(max_new_tokens=5, banned_openings=((a, b),))
     assert generator.generate(["S"], banned)[0].text == "ac"
-    assert generator.generate(["S"], replace(banned, num_beams=2))[0].text == "ac"
-
-
-def test_beam_search_finds_the_best_sequence(make_bigram_generator, tiny_tokenizer, char_token) -> None:
-    s, a, b, c, x, y, z = (char_token(tiny_tokenizer, ch) for ch in "Sabcxyz")
-    # Greedy takes "a" (0.55) then one of three ~0.33 tokens: best 0.187. "bc" has 0.45 * 0.9 = 0.405.
-    transitions = {s: {a: 0.55, b: 0.45}, a: {x: 0.34, y: 0.33, z: 0.33}, b: {c: 0.9, x: 0.1}}
-    generator = make_bigram_generator(tiny_tokenizer, transitions)
-    assert generator.generate(["S"], SamplingParams(max_new_tokens=5))[0].text == "ax"
-    (beam,) = generator.generate(["S"], SamplingParams(max_new_tokens=5, num_beams=2))
-    assert (beam.text, beam.finish_reason) == ("bc", "stop")
-
-
-def test_length_penalty_trades_length_for_probability(make_bigram_generator, tiny_tokenizer, char_token) -> None:
-    s, a, b, c, d = (char_token(tiny_tokenizer, ch) for ch in "Sabcd")
-    # "a"+EOS: log 0.6 over 2 tokens; "bcd"+EOS: log 0.4 over 4 tokens (per token -0.23 vs -0.26)
-    generator = make_bigram_generator(tiny_tokenizer, {s: {a: 0.6, b: 0.4}, b: {c: 1.0}, c: {d: 1.0}})
-    assert math.log(0.4) / 4 > math.log(0.6) / 2
-    by_probability = generator.generate(["S"], SamplingParams(max_new_tokens=8, num_beams=2, length_penalty=0.0))
-    by_average = generator.generate(["S"], SamplingParams(max_new_tokens=8, num_beams=2, length_penalty=1.0))
-    assert by_probability[0].text == "a" and by_average[0].text == "bcd"
 
 
 def test_stream_deltas_respect_multibyte_characters(make_bigram_generator, tiny_tokenizer) -> None:

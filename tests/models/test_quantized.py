@@ -134,7 +134,6 @@ def test_generator_reports_its_weights_and_quantized_answers_track_float32(nativ
     reference = Generator.from_pretrained(tiny_gguf, device="cpu", weights="float32")
     # a float GGUF: every matrix is quantized here, to Q8_0 (auto takes 4-bit blocks only as a file stores them)
     assert quantized.weights == f"q8_0 ({native.isa()})" and reference.weights == "float32"
-    assert Generator.from_pretrained(tiny_gguf, device="cpu", quantize="int8").weights == "float32"
     params = SamplingParams(max_new_tokens=6, ignore_eos=True)
     prompt = "the quick brown fox"
     first = quantized.generate([prompt], params)[0]

@@ -89,11 +89,11 @@ def test_sampling_follows_the_distribution() -> None:
 
 @pytest.mark.parametrize("bad", [
     {"max_new_tokens": 0}, {"temperature": -1.0}, {"top_k": -1}, {"top_p": 0.0}, {"top_p": 1.5},
-    {"repetition_penalty": 0.0}, {"num_beams": 0}, {"stop": ("",)}, {"num_beams": 2, "temperature": 0.7},
+    {"repetition_penalty": 0.0}, {"stop": ("",)},
     {"banned_openings": ((),)},
 ])
 def test_invalid_params_are_clear_errors(bad: dict) -> None:
-    with pytest.raises(ValueError, match=r"must|beam"):
+    with pytest.raises(ValueError, match=r"must"):
         SamplingParams(**bad)
 
 

@@ -1,17 +1,18 @@
 """Continuous batching on tiny models: requests join and leave the running batch, each with its own parameters,
-and get exactly what they would get alone; slots are freed at once; a long prompt does not stall the others."""
+and get exactly what they would get alone; slots are freed at once; what a turn does is planned (models.planning)
+and checked as a plan: a long prompt is read in chunks beside the running answers' decode steps."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from models import Generator, SamplingParams
+from models.planning import Admission, DecodeRow, Plan, Planner, Run, Slot
 from models.scheduler import EngineFullError, SchedulerSettings
 
 LONG = SamplingParams(max_new_tokens=40, ignore_eos=True)
@@ -58,20 +59,99 @@ def test_cancelling_frees_the_slot_at_once(tiny_gguf) -> None:
     assert generator.scheduler.running == 0 and not any(slot.busy for slot in generator.scheduler.slots)
 
 
-def test_a_long_prompt_does_not_stall_running_streams(tiny_gguf) -> None:
-    generator = engine(tiny_gguf, slots=2, prefill_chunk=8)
-    running = generator.stream("hello", SamplingParams(max_new_tokens=120, ignore_eos=True))
-    next(running)
-    arrivals: list[float] = []
-    thread = threading.Thread(target=lambda: arrivals.extend(time.perf_counter() for _ in running))
-    thread.start()
-    started = time.perf_counter()
-    long_prompt = " ".join(["word"] * 40)  # ~25 prefill chunks of 8 tokens
-    generator.generate([long_prompt], SamplingParams(max_new_tokens=1))
-    prefilled = time.perf_counter()
-    thread.join()
-    during = [t for t in arrivals if started <= t <= prefilled]
-    assert len(during) >= 10, "the running stream got tokens between the long prompt's prefill chunks"
+@dataclass
+class Pending:
+    """A request as the planner reads it (models.planning.PlannedRequest)."""
+
+    request_id: int
+    prompt_ids: list[int]
+    submitted: float = 0.0
+    filled: int = 0
+    next_token: int | None = None
+    slot: Slot | None = None
+
+
+def decoding(request_id: int, slot: Slot, filled: int) -> Pending:
+    slot.busy = True
+    return Pending(request_id, [1] * filled, submitted=-1.0, filled=filled, next_token=7, slot=slot)
+
+
+def follow(planner: Planner, waiting: list[Pending], running: list[Pending], slots: list[Slot]) -> list[Plan]:
+    """Plans turn after turn, applying each as the scheduler does (decode rows never finish here), until nothing
+    is left to read."""
+    plans = []
+    while waiting or any(r.next_token is None for r in running):
+        plan = planner.schedule(waiting, running, slots)
+        plans.append(plan)
+        for admission in plan.admitted:
+            request = waiting.pop(0)
+            request.slot, request.filled = slots[admission.slot], admission.reused
+            request.slot.busy = True
+            running.append(request)
+        requests = {r.request_id: r for r in running}
+        for chunk in plan.prefill:
+            request = requests[chunk.request_id]
+            assert (chunk.slot, chunk.start) == (request.slot.index, request.filled)
+            request.filled = chunk.stop
+            if request.filled == len(request.prompt_ids):
+                request.next_token = 0
+        for row in plan.decode:
+            requests[row.request_id].filled += 1
+    return plans
+
+
+@pytest.mark.parametrize("joins_prefill", [True, False])
+def test_a_long_prompt_is_read_in_chunks_beside_every_decode_step(joins_prefill: bool) -> None:
+    """While an answer decodes, each turn reads one chunk of a new long prompt (8 tokens, a last rest of up to 12)
+    and decodes the running answer: in the same forward where the step is the model's arithmetic, else apart."""
+    slots = [Slot(0), Slot(1)]
+    running = [decoding(1, slots[0], filled=5)]
+    waiting = [Pending(2, list(range(100, 136)))]  # 3 chunks of 8, then a rest of 12
+    plans = follow(Planner(prefill_chunk=8, prefill_batch_tokens=0, joins_prefill=joins_prefill), waiting,
+                   running, slots)  # fmt: skip
+    assert plans[0].admitted == (Admission(2, slot=1, reused=0),)
+    assert [(c.start, c.stop) for p in plans for c in p.prefill] == [(0, 8), (8, 16), (16, 24), (24, 36)]
+    assert plans[0].prefill[0].tokens == tuple(range(100, 108))
+    assert [p.decode for p in plans] == [(DecodeRow(1, slot=0, position=5 + turn, token=7),) for turn in range(4)]
+    assert {p.run for p in plans} == {Run.FORWARD if joins_prefill else Run.FORWARD_THEN_STEP}
+    assert (plans[0].decode_rows, plans[0].attend_len) == (1, 6)
+    after = Planner(8, 0).schedule([], running, slots)  # both decoding now: rows 0 and 1, one step
+    assert after.run is Run.STEP and not after.prefill and after.decode_rows == 2
+
+
+def test_with_no_answer_decoding_prompts_are_read_whole_the_oldest_first() -> None:
+    """Nothing decoding: the oldest prompt goes whole (no chunking), then the next ones while they fit the batch
+    budget; a younger prompt that would fit never overtakes an older one that does not."""
+    slots = [Slot(i) for i in range(4)]
+    waiting = [Pending(1, [1] * 300, 1.0), Pending(2, [2] * 20, 2.0), Pending(3, [3] * 50, 3.0),
+               Pending(4, [4] * 5, 4.0)]  # fmt: skip
+    plan = Planner(prefill_chunk=8, prefill_batch_tokens=340).schedule(waiting, [], slots)
+    assert [(c.request_id, c.start, c.stop) for c in plan.prefill] == [(1, 0, 300), (2, 0, 20)]
+    assert plan.run is Run.FORWARD and not plan.decode and len(plan.admitted) == 4
+    alone = Planner(prefill_chunk=8, prefill_batch_tokens=0).schedule(waiting, [], slots)  # the CPU's default
+    assert [(c.request_id, c.stop) for c in alone.prefill] == [(1, 300)]
+
+
+def test_admission_is_limited_by_free_slots_in_arrival_order_and_prefers_a_shared_prefix() -> None:
+    slots = [Slot(0), Slot(1, token_ids=[5, 6, 7, 8]), Slot(2, token_ids=[5, 6, 9])]
+    running = [decoding(1, slots[2], filled=3)]  # slot 2 is taken, whatever it holds
+    waiting = [Pending(2, [5, 6, 9, 1], 1.0), Pending(3, [5, 6, 7, 2], 2.0), Pending(4, [3], 3.0)]
+    plan = Planner(prefill_chunk=8, prefill_batch_tokens=0).schedule(waiting, running, slots)
+    assert plan.admitted == (Admission(2, slot=1, reused=2), Admission(3, slot=0, reused=0))  # request 4 waits
+    assert [(c.request_id, c.start) for c in plan.prefill] == [(2, 2), (3, 0)]  # both fit one chunk's budget
+    assert Planner(8, 0, reuse_prefix=False).schedule(waiting, running, slots).admitted[0].reused == 0
+    assert Planner(8, 0).schedule(waiting, [*running, decoding(5, slots[0], 1), decoding(6, slots[1], 1)],
+                                  slots).admitted == ()  # fmt: skip
+    assert Planner(8, 0).schedule([], [], slots) == Plan()  # nothing to do: an idle plan
+
+
+def test_the_engine_plans_with_its_decode_step(tiny_gguf) -> None:
+    """The float32 step is the model: its rows join the prompt's forward; the quantized step runs apart."""
+    generator = engine(tiny_gguf, weights="float32", slots=2)
+    assert generator.scheduler.step.joins_prefill and generator.scheduler.schedule() == Plan()
+    assert not engine(tiny_gguf, weights="q4_1", slots=2).scheduler.planner.joins_prefill
+    stats = generator.scheduler.stats()
+    assert (stats.slots, stats.running, stats.waiting, stats.capacity) == (2, 0, 0, 2 + stats.max_waiting)
 
 
 def test_a_full_engine_refuses_at_once(tiny_gguf) -> None:

@@ -124,10 +124,3 @@ def test_the_quantized_default_answers_like_float32(smollm_generator: Generator)
     finally:
         kernels.use_isa(variants[0])
         smollm_generator.scheduler.forget_prefixes()
-
-
-def test_int8_weights_still_answer_correctly() -> None:
-    generator = Generator.from_pretrained(device="cpu", quantize="int8")
-    prompt = generator.tokenizer.apply_chat_template(QUESTION)
-    (result,) = generator.generate([prompt], SamplingParams(max_new_tokens=24))
-    assert "Paris" in result.text and result.finish_reason == "stop"
