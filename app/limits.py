@@ -27,6 +27,21 @@ class ConnectionSettings(BaseModel):
     max_connections: int = Field(
         256, ge=1, le=100_000, description="Open connections beyond this are answered 503 and closed at once."
     )
+    # One address must not hold the whole pool (a client holding 256 idle sockets made every other client's
+    # probe a 503): its connections beyond this share are refused at once, whatever its key.
+    max_connections_per_client: int = Field(
+        32, ge=1, le=100_000,
+        description="Open connections from one address beyond this are answered 503 and closed at once.",
+    )  # fmt: skip
+    unlimited_clients: tuple[str, ...] = Field(
+        (), description="Addresses the per-client share does not apply to: a trusted reverse proxy in front, whose "
+        "connections carry many clients.",
+    )  # fmt: skip
+    health_reserve: int = Field(
+        16, ge=0, le=10_000,
+        description="Connections past max_connections still served for /healthz and /readyz only (a full pool must "
+                    "not fail the health checks that would restart the service).",
+    )  # fmt: skip
     max_header_bytes: int = Field(
         16 * 1024, ge=1024, le=1024 * 1024, description="Request line plus headers beyond this: 431."
     )

@@ -6,7 +6,10 @@ connection that sends half its headers, or a body that stalls, is held for as lo
   * a deadline for the request line and headers (from the connection's start, or the previous response): 408;
   * a deadline for the body (from the end of the headers): 408;
   * a bound on header bytes and header fields: 431;
-  * a bound on open connections in the process: 503 at once, before anything is read.
+  * a bound on open connections from one address: 503 at once, before anything is read, so that one client
+    cannot hold the pool (the API key and rate limit come later, in the app);
+  * a bound on open connections in the process: 503 at once, except a small reserve past it that is served
+    for the health probes only (/healthz, /readyz), so that a full pool never fails the checks.
 `build_config` is the one place the server is configured: `python -m app` and the tests' live servers use it.
 """
 
@@ -29,8 +32,12 @@ from app.services import Services
 log = logging.getLogger(__name__)
 
 
-class _HeadersTooLarge(Exception):
-    """Raised inside the parser's callback; the parser reports it as a callback error (see send_400_response)."""
+class _Refused(Exception):
+    """Raised inside the parser's callback; the parser reports it as a callback error (see send_400_response),
+    which answers the protocol's `_refusal` instead of 400."""
+
+
+HEALTH_PATHS = (b"/healthz", b"/readyz")
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -40,14 +47,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._header_bytes = 0
-        self._too_large = False
+        self._refusal: tuple[int, str] | None = None  # what a callback that raised _Refused answers
+        self._health_only = False  # a connection of the reserve past max_connections
 
     # --- connection --------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
+        limits = self.limits
+        if self._from_client_count() > limits.max_connections_per_client:
+            self._send_and_close(503, "This address has too many open connections; close some and retry.")
+            return
+        if len(self.connections) > limits.max_connections + limits.health_reserve:
             self._send_and_close(503, "The server has too many open connections; retry shortly.")
             return
+        self._health_only = len(self.connections) > limits.max_connections
         self._arm(self.limits.header_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -61,13 +74,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
+        if self._health_only and url.split(b"?", 1)[0] not in HEALTH_PATHS:
+            self._refuse(503, "The server has too many open connections; retry shortly.")
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._count(len(name) + len(value) + 4)  # ": " and CRLF
         if len(self.headers) >= self.limits.max_headers:
-            self._too_large = True
-            raise _HeadersTooLarge
+            self._refuse(431, "The request's headers are too large.")
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -84,18 +98,29 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._arm(self.limits.header_timeout_s)  # the next request (keep-alive closes an idle one sooner)
 
     def send_400_response(self, msg: str) -> None:
-        # uvicorn answers every parser error 400; a callback that refused oversized headers means 431.
-        if self._too_large:
-            self._send_and_close(431, "The request's headers are too large.")
+        # uvicorn answers every parser error 400; a callback that refused the request says what it means.
+        if self._refusal is not None:
+            self._send_and_close(*self._refusal)
         else:
             super().send_400_response(msg)
 
     # --- helpers -----------------------------------------------------------------------------
+    def _from_client_count(self) -> int:
+        """Open connections from this connection's address (itself included); 0 for an unlimited client."""
+        host = self.client[0] if self.client else None
+        if host is None or host in self.limits.unlimited_clients:
+            return 0
+        return sum(1 for connection in self.connections
+                   if connection.client is not None and connection.client[0] == host)  # fmt: skip
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._refusal = (status, message)
+        raise _Refused
+
     def _count(self, size: int) -> None:
         self._header_bytes += size
         if self._header_bytes > self.limits.max_header_bytes:
-            self._too_large = True
-            raise _HeadersTooLarge
+            self._refuse(431, "The request's headers are too large.")
 
     def _arm(self, seconds: float) -> None:
         self._disarm()

@@ -24,10 +24,21 @@ def server(live_server) -> str:
     return base
 
 
-def connect(base: str) -> socket.socket:
+def connect(base: str, source: str | None = None) -> socket.socket:
+    """A connection to the server, from `source` (another loopback address: 127.0.0.2 is a second client)."""
     host, port = base.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=WAIT_S)
-    return sock
+    return socket.create_connection((host, int(port)), timeout=WAIT_S,
+                                    source_address=(source, 0) if source else None)  # fmt: skip
+
+
+def get(sock: socket.socket, path: str) -> int:
+    sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
+    return status_of(sock.recv(65536))
+
+
+def search_from(base: str, source: str) -> int:
+    with httpx.Client(base_url=base, transport=httpx.HTTPTransport(local_address=source)) as client:
+        return client.post("/v1/search", json={"query": "carbon tax", "top_k": 2}).status_code
 
 
 def read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
@@ -92,7 +103,8 @@ def test_an_overlong_request_line_is_refused_with_431(server: str) -> None:
 
 def test_connections_beyond_the_limit_get_503_at_once(live_server) -> None:
     # Long timeouts here, so that the held connections stay open however slowly this machine runs.
-    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60, "max_connections": 8})
+    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60, "max_connections": 8,
+                                         "health_reserve": 0})  # fmt: skip
     held = [connect(server) for _ in range(8)]
     try:
         for sock in held:  # one answered request each: the server has taken every one of them
@@ -105,6 +117,67 @@ def test_connections_beyond_the_limit_get_503_at_once(live_server) -> None:
         for sock in held:
             sock.close()
     assert httpx.get(f"{server}/healthz").status_code == 200  # freed places serve again
+
+
+def test_one_address_cannot_hold_the_pool_another_address_is_still_served(live_server) -> None:
+    """The reproduction of a connection-holding client: one address opens far more sockets than the pool holds and
+    keeps them; a second address's health probes and searches are all served."""
+    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60})  # 256 in all, 32 per address
+    held, refused = [], 0
+    try:
+        for _ in range(300):
+            sock = connect(server, "127.0.0.1")
+            held.append(sock)
+        for sock in held[:40]:  # the first 32 are served; the rest were answered 503 and closed at once
+            sock.settimeout(WAIT_S)
+            try:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                refused += status_of(sock.recv(65536)) == 503
+            except OSError:
+                refused += 1  # closed by the server before the request went out
+        assert refused == 8
+        probes = []
+        for _ in range(20):
+            with connect(server, "127.0.0.2") as sock:
+                probes.append(get(sock, "/healthz"))
+            probes.append(search_from(server, "127.0.0.2"))
+        assert probes == [200] * 40
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_full_pool_still_answers_the_health_probes_from_its_reserve(live_server) -> None:
+    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60, "max_connections": 4,
+                                         "health_reserve": 2})  # fmt: skip
+    held = [connect(server, f"127.0.0.{i + 1}") for i in range(4)]
+    try:
+        assert [get(sock, "/healthz") for sock in held] == [200] * 4
+        with connect(server, "127.0.0.9") as probe:
+            assert get(probe, "/readyz") == 200  # the reserve serves the probes
+            with connect(server, "127.0.0.10") as other:
+                other.sendall(b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+                assert status_of(read_until_closed(other)[0]) == 503  # and nothing else
+            with connect(server, "127.0.0.10") as second:
+                assert get(second, "/healthz") == 200
+                with connect(server, "127.0.0.11") as beyond:  # past the reserve: 503 at once
+                    assert status_of(read_until_closed(beyond)[0]) == 503
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_an_unlimited_client_such_as_a_trusted_proxy_is_not_held_to_the_share(live_server) -> None:
+    server, _ = live_server(connections={"header_timeout_s": 60, "keep_alive_s": 60, "max_connections_per_client": 2,
+                                         "unlimited_clients": ["127.0.0.1"]})  # fmt: skip
+    held = [connect(server, "127.0.0.1") for _ in range(4)] + [connect(server, "127.0.0.3") for _ in range(3)]
+    try:
+        assert [get(sock, "/healthz") for sock in held[:4]] == [200] * 4
+        assert [get(sock, "/healthz") for sock in held[4:6]] == [200, 200]
+        assert status_of(read_until_closed(held[6])[0]) == 503
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_well_behaved_clients_are_served_and_see_no_server_banner(server: str) -> None:
