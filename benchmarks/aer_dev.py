@@ -18,6 +18,14 @@ configurations of one run:
                           the question, by the configuration's reranker (its score with its bi-encoder term, as
                           the service ranks); the bi-encoder (all-MiniLM-L6-v2) alone beside it
   first token, total      p50 seconds of the streamed /v1/ask
+  server CPU s            mean CPU seconds the server process used per /v1/ask
+  finding stated, best finding, method shown, unfaithful findings, cut findings
+                          the shown finding of each cited relevant paper against what a reader judged its abstract
+                          to find (benchmarks/finding_figures.py)
+
+The extra kinds of questions_more.jsonl go through the same path: off-domain and after-the-corpus questions must be
+declined; a follow-up is asked after the first turn, with the service's own first answer as history (a service
+without `history` gets the follow-up alone); a dated question counts the cited papers outside its window.
 
     python -m benchmarks.aer_dev                                   # the shipped default
     python -m benchmarks.aer_dev --config before --repo before=../aer-rag-before --config after
@@ -40,10 +48,17 @@ import torch
 from answering.answerer import AnsweringSettings
 from answering.citations import is_refusal, is_service_sentence, sentences_of, strip_markers
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
-from benchmarks.service import ServiceConfig, ask_streamed, median, running_service
+from benchmarks.finding_figures import FindingFigures
+from benchmarks.service import ServiceConfig, ask_streamed, cpu_seconds, median, served
 from indexing.index import PublishedIndex
 from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker, passage_text
-from training.evaluation.dev_questions import DEV_QUESTIONS, HALVES, DevQuestion, load_dev_questions
+from training.evaluation.dev_questions import (
+    DEV_QUESTIONS,
+    HALVES,
+    MORE_QUESTIONS,
+    DevQuestion,
+    load_dev_questions,
+)
 from training.evaluation.hard_candidates import bi_encoder_scorer, candidate_set, ranks_first, rows_by_document
 from training.evaluation.metrics import ndcg_at_k, recall_at_k
 from training.generator.metrics import has_repetition_loop
@@ -84,14 +99,32 @@ class OnTarget:
         return int((similarity.max(axis=1) >= self.threshold).sum()), len(claims)
 
 
-async def serve_questions(base: str, questions: list[DevQuestion], on_target: OnTarget) -> list[dict]:
+async def ask_in_context(client: httpx.AsyncClient, base: str, question: DevQuestion):
+    """A follow-up after the service's own answer to its first turn, that answer as history; any other question
+    alone. A service that does not take `history` (422) gets the follow-up alone."""
+    if question.kind != "followup":
+        return await ask_streamed(client, base, {"query": question.question})
+    first = await ask_streamed(client, base, {"query": question.turns[0]})
+    turn = {"question": question.turns[0], "answer": first.done.get("answer", ""),
+            "doc_ids": [c["doc_id"] for c in first.done.get("findings", [])]}  # fmt: skip
+    answer = await ask_streamed(client, base, {"query": question.turns[1], "history": [turn]})
+    if answer.status == 422:
+        answer = await ask_streamed(client, base, {"query": question.turns[1]})
+    return answer
+
+
+async def serve_questions(base: str, pid: int, questions: list[DevQuestion], on_target: OnTarget,
+                          figures: FindingFigures) -> list[dict]:  # fmt: skip
     records = []
+    year_of = {d.doi: d.year for d in on_target.index.documents.values() if d.doi}
     async with httpx.AsyncClient(timeout=600) as client:
         await ask_streamed(client, base, {"query": "What do economists know about household saving?"})  # warm-up
         for number, question in enumerate(questions, start=1):
             search = (await client.post(f"{base}/v1/search", json={"query": question.question, "top_k": 10})).json()
-            ranking = list(dict.fromkeys(hit["document"]["doi"] for hit in search["results"]))
-            answer = await ask_streamed(client, base, {"query": question.question})
+            ranking = list(dict.fromkeys(hit["document"]["doi"] for hit in search.get("results", [])))
+            cpu_before = cpu_seconds(pid)
+            answer = await ask_in_context(client, base, question)
+            cpu_after = cpu_seconds(pid)
             done = answer.done
             text = done.get("answer", "")
             declined = answer.status != 200 or not done.get("covered", False) or is_refusal(text)
@@ -99,31 +132,45 @@ async def serve_questions(base: str, questions: list[DevQuestion], on_target: On
             hits, claims = on_target.count(text, question.relevant) if not declined else (0, 0)
             relevance = dict.fromkeys(question.relevant, 1)
             relevant = set(question.relevant)
+            findings = [{"doi": f["doi"], "text": f["text"]} for f in done.get("findings", [])] if not declined else []
+            outside = [doi for doi in cited if not in_window(year_of.get(doi), question)]
             records.append({
                 "id": question.question_id, "kind": question.kind, "half": question.half,
                 "answerable": question.answerable, "declined": declined, "cited_relevant": bool(cited & relevant),
                 "citation_recall": len(cited & relevant) / len(relevant) if relevant else None,
                 "citation_precision": len(cited & relevant) / len(cited) if cited else None,
-                "cited": sorted(cited),
+                "cited": sorted(cited), "outside_window": outside,
                 "on_target": hits, "claims": claims, "loop": has_repetition_loop(text),
                 "recall@10": recall_at_k(ranking, relevance, 10) if question.answerable else None,
                 "ndcg@10": ndcg_at_k(ranking, relevance, 10) if question.answerable else None,
                 "first_token_s": answer.first_token_s, "total_s": answer.total_s,
+                "cpu_s": round(cpu_after - cpu_before, 3) if cpu_before is not None and cpu_after is not None
+                else None,
                 "confidence": done.get("confidence"), "answer": text, "status": answer.status,
+                "findings": findings, "finding_counts": figures.count(question.question_id, findings),
+                "resolved_query": done.get("resolved_query"),
             })  # fmt: skip
             print(f"  {number}/{len(questions)} {question.question_id} declined={declined} "
                   f"cited={records[-1]['cited_relevant']} {answer.total_s:.1f}s", flush=True)  # fmt: skip
     return records
 
 
-def rescored(label: str, questions: list[DevQuestion], on_target: OnTarget) -> list[dict]:
+def in_window(year: int | None, question: DevQuestion) -> bool:
+    if year is None:
+        return question.year_min is None and question.year_max is None
+    return (question.year_min is None or year >= question.year_min) and (
+        question.year_max is None or year <= question.year_max)
+
+
+def rescored(label: str, questions: list[DevQuestion], on_target: OnTarget, figures: FindingFigures) -> list[dict]:
     """A configuration's saved answers with their answer-dependent figures counted again (e.g. after a fix of the
     counting); the served figures (status, timings, citations) stay as they were."""
     relevant = {q.question_id: q.relevant for q in questions}
-    records = json.loads((DETAILS / f"{label}.json").read_text())
+    records = [r for r in json.loads((DETAILS / f"{label}.json").read_text()) if r["id"] in relevant]
     for record in records:
         if not record["declined"]:
             record["on_target"], record["claims"] = on_target.count(record["answer"], relevant[record["id"]])
+        record["finding_counts"] = figures.count(record["id"], record.get("findings", []))
     return records
 
 
@@ -157,6 +204,9 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
     unanswerable = [r for r in records if not r["answerable"]]
     claims = sum(r["claims"] for r in answerable)
     ranked = [top1[r["id"]] for r in answerable if r["id"] in top1]
+    counts = {key: sum(r.get("finding_counts", {}).get(key, 0) for r in records)
+              for key in ("findings", "unfaithful", "cut", "judged", "stated", "best", "method")}  # fmt: skip
+    judged = counts["judged"]
     return {
         "questions": len(records),
         "citation_hit": share([r["cited_relevant"] for r in answerable]),
@@ -173,29 +223,57 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
         "bi_encoder_top1": share([row["bi_encoder"] for row in ranked]),
         "first_token_p50_s": median([r["first_token_s"] for r in records if r["first_token_s"] is not None]),
         "total_p50_s": median([r["total_s"] for r in records]),
+        "cpu_s_mean": mean([r["cpu_s"] for r in records if r.get("cpu_s") is not None]),
+        "finding_stated": round(counts["stated"] / judged, 3) if judged else None,
+        "best_finding": round(counts["best"] / judged, 3) if judged else None,
+        "method_shown": round(counts["method"] / judged, 3) if judged else None,
+        "unfaithful_findings": counts["unfaithful"],
+        "cut_findings": counts["cut"],
+        "cited_outside_window": sum(len(r.get("outside_window", [])) for r in records),
     }
 
 
-KINDS = ("paraphrase", "topical", "unanswerable")
+def mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
+
+
+KINDS = ("paraphrase", "topical", "unanswerable", "followup", "dated", "offdomain", "aftercorpus")
+FINDING_ROWS = (
+    ("finding stated (cited relevant papers)", "finding_stated"), ("best finding", "best_finding"),
+    ("method sentence shown", "method_shown"), ("findings not faithful to their abstract", "unfaithful_findings"),
+    ("findings cut mid-phrase", "cut_findings"),
+)  # fmt: skip
 ROWS = {
     "paraphrase": (
         ("citation hit", "citation_hit"), ("wrongly declined", "wrongly_declined"),
         ("on-target answer sentences", "on_target_sentences"), ("answers with a loop", "loops"),
         ("search recall@10", "recall@10"), ("search nDCG@10", "ndcg@10"),
         ("reranker top-1 of 10 hard candidates", "reranker_top1"),
-        ("first token p50 (s)", "first_token_p50_s"), ("total p50 (s)", "total_p50_s"),
+        *FINDING_ROWS, ("first token p50 (s)", "first_token_p50_s"), ("total p50 (s)", "total_p50_s"),
+        ("server CPU s per answer", "cpu_s_mean"),
     ),
     "topical": (
         ("citation recall (relevant papers cited)", "citation_recall"),
         ("citation precision (cited papers relevant)", "citation_precision"), ("papers cited", "cited_papers"),
         ("citation hit", "citation_hit"), ("wrongly declined", "wrongly_declined"),
         ("on-target answer sentences", "on_target_sentences"), ("answers with a loop", "loops"),
-        ("search recall@10", "recall@10"), ("first token p50 (s)", "first_token_p50_s"),
-        ("total p50 (s)", "total_p50_s"),
+        ("search recall@10", "recall@10"), *FINDING_ROWS, ("first token p50 (s)", "first_token_p50_s"),
+        ("total p50 (s)", "total_p50_s"), ("server CPU s per answer", "cpu_s_mean"),
     ),
     "unanswerable": (
         ("declined", "unanswerable_declined"), ("answers with a loop", "loops"), ("total p50 (s)", "total_p50_s"),
+        ("server CPU s per answer", "cpu_s_mean"),
     ),
+    "followup": (
+        ("citation hit", "citation_hit"), ("citation recall", "citation_recall"),
+        ("wrongly declined", "wrongly_declined"),
+    ),
+    "dated": (
+        ("citation hit", "citation_hit"), ("cited papers outside the window", "cited_outside_window"),
+        ("wrongly declined", "wrongly_declined"),
+    ),
+    "offdomain": (("declined", "unanswerable_declined"),),
+    "aftercorpus": (("declined", "unanswerable_declined"),),
 }  # fmt: skip
 
 
@@ -235,20 +313,21 @@ def main() -> None:
         if not matching or not path:
             raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
         matching[0].repo = Path(path).resolve()
-    questions = load_dev_questions()[: args.limit]
+    questions = (load_dev_questions() + load_dev_questions(MORE_QUESTIONS))[: args.limit]
     index = PublishedIndex.load(args.index, device="cpu")
     on_target = OnTarget(index, AnsweringSettings().support_threshold)
+    figures = FindingFigures(index)
     DETAILS.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     previous = json.loads(RESULTS.read_text()).get("configs", {}) if RESULTS.is_file() else {}
     for config in configs:
         if args.rescore:
-            records, top1, info = rescored(config.label, questions, on_target), None, None
+            records, top1, info = rescored(config.label, questions, on_target, figures), None, None
         else:
             print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
-            with running_service(args.index.resolve(), "cpu", config.env, config.repo) as base:
+            with served(args.index.resolve(), "cpu", config.env, config.repo) as (server, base):
                 info = httpx.get(f"{base}/v1/info").json()
-                records = asyncio.run(serve_questions(base, questions, on_target))
+                records = asyncio.run(serve_questions(base, server.pid, questions, on_target, figures))
             top1 = reranker_top1(index, questions, served_reranker_dir(config))
             for record in records:
                 record["top1"] = top1.get(record["id"])

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 DEV_QUESTIONS = Path(__file__).resolve().parents[2].parent / "shared" / "eval" / "aer_dev" / "questions.jsonl"
+# Follow-ups, dated, off-domain and after-the-corpus questions, same halves (a file of their own).
+MORE_QUESTIONS = DEV_QUESTIONS.with_name("questions_more.jsonl")
+NOT_ANSWERABLE = ("unanswerable", "offdomain", "aftercorpus")
 Half = Literal["calibration", "report"]
 HALVES: tuple[Half, ...] = ("calibration", "report")
 
@@ -23,12 +26,16 @@ class DevQuestion:
     question_id: str
     question: str
     relevant: tuple[str, ...]  # DOIs; the first is the abstract the question was written from
-    kind: str  # "paraphrase" or "unanswerable"
+    kind: str  # paraphrase, topical, unanswerable; followup, dated, offdomain, aftercorpus (MORE_QUESTIONS)
     answer_hint: str
+    turns: tuple[str, ...] = ()  # a follow-up's conversation: the first question, then the follow-up
+    year_min: int | None = None  # a dated question's window, inclusive
+    year_max: int | None = None
+    out_of_window: tuple[str, ...] = ()  # DOIs that answer a dated question outside its window
 
     @property
     def answerable(self) -> bool:
-        return self.kind != "unanswerable"
+        return self.kind not in NOT_ANSWERABLE
 
     @property
     def half(self) -> Half:
@@ -50,7 +57,9 @@ def load_dev_questions(path: Path = DEV_QUESTIONS, halves: Iterable[Half] = HALV
         if not line.strip():
             continue
         row = json.loads(line)
-        question = DevQuestion(row["id"], row["question"], tuple(row["relevant"]), row["kind"], row["answer_hint"])
+        question = DevQuestion(row["id"], row["question"], tuple(row["relevant"]), row["kind"], row["answer_hint"],
+                               tuple(row.get("turns", ())), row.get("year_min"), row.get("year_max"),
+                               tuple(row.get("out_of_window", ())))  # fmt: skip
         if question.half in wanted:
             questions.append(question)
     return questions

@@ -42,3 +42,14 @@ def test_a_document_scores_as_its_best_chunk() -> None:
     assert ranks_first(candidates, np.array([0.1, 0.9, 0.8, 0.2]))
     assert not ranks_first(candidates, np.array([0.1, 0.5, 0.8, 0.2]))
     assert not ranks_first(candidates, np.array([0.8, 0.1, 0.8, 0.2]))  # a tie is not first
+
+
+def test_the_more_questions_keep_their_turns_windows_and_kinds() -> None:
+    from training.evaluation.dev_questions import MORE_QUESTIONS
+
+    questions = load_dev_questions(MORE_QUESTIONS)
+    kinds = {q.kind for q in questions}
+    assert {"followup", "dated", "offdomain", "aftercorpus"} <= kinds
+    assert all(len(q.turns) == 2 and q.turns[1] == q.question for q in questions if q.kind == "followup")
+    assert all(q.year_min is not None or q.year_max is not None for q in questions if q.kind == "dated")
+    assert not any(q.answerable for q in questions if q.kind in ("offdomain", "aftercorpus"))

@@ -1,0 +1,79 @@
+"""What the shown findings say, against what a reader judged each relevant abstract to find
+(../shared/eval/aer_dev/findings.jsonl: per (question, relevant abstract) the sentences that state the result that
+answers it, the best one, and those that only give the method or setting).
+
+For every cited relevant paper of an answer, its shown finding is matched to the closest sentence of its abstract
+(all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl splits it) and counted:
+
+  finding stated    the closest sentence is one of the paper's finding sentences
+  best finding      it is the best one
+  method shown      it is a method or setting sentence
+  unfaithful        the finding holds a number, year or capitalised name that is neither in its abstract (title
+                    included) nor in the attribution the service adds (the authors' names, the year)
+  cut               the finding does not end a sentence
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from answering.faithful import is_complete, unfaithful_specifics
+from indexing.index import PublishedIndex
+from training.evaluation.dev_questions import DEV_QUESTIONS
+
+FINDINGS = DEV_QUESTIONS.with_name("findings.jsonl")
+_ATTRIBUTION = re.compile(r"^[^.]*?\(\d{4}\)\s*")  # "Autor, Dorn, and Hanson (2013) " opening a finding
+
+
+@dataclass(frozen=True)
+class Judged:
+    sentences: tuple[str, ...]
+    finding: frozenset[int]
+    best: int
+    method: frozenset[int]
+
+
+class FindingFigures:
+    """Entry point: `count(question_id, findings)` with the answer's findings as [{"doi", "text"}, …]."""
+
+    def __init__(self, index: PublishedIndex, path: Path = FINDINGS) -> None:
+        self.index = index
+        self.doc_of_doi = {d.doi: d for d in index.documents.values() if d.doi}
+        self.judged: dict[tuple[str, str], Judged] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                self.judged[(row["qid"], row["doi"])] = Judged(
+                    tuple(row["sentences"]), frozenset(row["finding"]), row["best"], frozenset(row["method"]))
+
+    def count(self, question_id: str, findings: list[dict]) -> dict[str, int]:
+        """Counts over the answer's findings: all shown, faithful ones, and for relevant judged papers the
+        stated / best / method matches."""
+        counts = {"findings": 0, "unfaithful": 0, "cut": 0, "judged": 0, "stated": 0, "best": 0, "method": 0}
+        for finding in findings:
+            document = self.doc_of_doi.get(finding.get("doi", ""))
+            text = finding["text"]
+            counts["findings"] += 1
+            counts["cut"] += not is_complete(text)
+            if document is not None:
+                body = _ATTRIBUTION.sub("", text, count=1)
+                allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
+                counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
+            judged = self.judged.get((question_id, finding.get("doi", "")))
+            if judged is None:
+                continue
+            closest = self.closest(text, judged.sentences)
+            counts["judged"] += 1
+            counts["stated"] += closest in judged.finding
+            counts["best"] += closest == judged.best
+            counts["method"] += closest in judged.method
+        return counts
+
+    def closest(self, text: str, sentences: tuple[str, ...]) -> int:
+        vectors = self.index.embedder.encode([_ATTRIBUTION.sub("", text, count=1), *sentences])
+        return int(np.argmax(vectors[1:] @ vectors[0]))
