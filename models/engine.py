@@ -23,7 +23,7 @@ from models.model import Transformer
 from models.quantized import BlockMatrix, Weights, decoder_for, gguf_blocks
 from models.sampling import SamplingParams
 from models.scheduler import RequestHandle, RequestSink, Scheduler, SchedulerSettings
-from models.steps import build_decode_step
+from models.steps import DecodeStep, ModelStep
 from models.streams import AsyncTextStream, TextStream
 from models.tokenizer import Tokenizer
 from runtime.device import resolve_device, resolve_dtype
@@ -174,3 +174,15 @@ class Generator:
     def new_token_budget(self, prompt_ids: Sequence[Sequence[int]], params: SamplingParams) -> int:
         """max_new_tokens, clipped to the context under the 'clip_new_tokens' policy."""
         return min(params.max_new_tokens, self.max_context - max(map(len, prompt_ids)))
+
+
+def build_decode_step(model: Transformer, quantized: DecodeStep | None = None, cuda_graphs: bool = False,
+                      fused_kernels: bool = False) -> DecodeStep:  # fmt: skip
+    """The step the engine runs: CUDA graphs (of our fused kernels where asked) on a GPU, else the quantized step
+    where there is one, else the model itself."""
+    if cuda_graphs:  # imported here: the CUDA modules load nothing on a CPU-only start
+        from models.cuda_graphs import CudaGraphDecoder
+        from models.fused_step import FusedDecodeStep
+
+        return CudaGraphDecoder(model, FusedDecodeStep(model) if fused_kernels else None)
+    return quantized if quantized is not None else ModelStep(model)

@@ -46,15 +46,3 @@ class ModelStep:
 
     def __call__(self, tokens: Tensor, cache: KVCache, positions: Tensor, attend_len: int) -> Tensor:
         return self.model(tokens, cache, positions, attend_len=attend_len)
-
-
-def build_decode_step(model: Transformer, quantized: DecodeStep | None = None, cuda_graphs: bool = False,
-                      fused_kernels: bool = False) -> DecodeStep:  # fmt: skip
-    """The step the engine runs: CUDA graphs (of our fused kernels where asked) on a GPU, else the quantized step
-    where there is one, else the model itself."""
-    if cuda_graphs:
-        from models.cuda_graphs import CudaGraphDecoder
-        from models.fused_step import FusedDecodeStep
-
-        return CudaGraphDecoder(model, FusedDecodeStep(model) if fused_kernels else None)
-    return quantized if quantized is not None else ModelStep(model)
