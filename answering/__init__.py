@@ -5,4 +5,6 @@
     focus.py      each passage's sentences closest to the question first
     citations.py  which passage supports each answer sentence
     answerer.py   Answerer: prepare (search, decide, prompt) and finish (check support) -> Answer
+    ports.py      what answering needs from others: Search, PassageScorer (the judge), Generator; SamplingParams
+    session.py    AnswerSession: one question's answer, from preparing it to its last event
 """

@@ -223,7 +223,7 @@ class AnswerabilityModel:
                  also_from: float | None = None, source: str = "", judge_gate: JudgeGate | None = None
                  ) -> None:  # fmt: skip
         """also_from None: the same bar as answer_from; judge_gate: the passage judge decides whether the question
-        is answered (used when every judged passage carries a judge_logit)."""
+        is answered (used when `assess` is given the judge's logits)."""
         also_from = answer_from if also_from is None else also_from
         if not 0.0 <= decline_below <= answer_from <= 1.0 or not 0.0 <= also_from <= answer_from:
             raise ValueError(f"Need 0 <= decline_below ({decline_below}) <= answer_from ({answer_from}) <= 1 and "
@@ -267,8 +267,8 @@ class AnswerabilityModel:
 
     @property
     def reads_judge(self) -> bool:
-        """Whether this decision asks the passage judge (each passage's judge_logit) whether the question is
-        answered."""
+        """Whether this decision asks the passage judge (its logit of each passage, given to `assess`) whether the
+        question is answered."""
         return self.judge_gate is not None
 
     def probabilities(self, question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
@@ -280,9 +280,11 @@ class AnswerabilityModel:
         return [PassageJudgement(i, model.probability(row), row) for i, row in enumerate(rows)]
 
     def assess(self, question: str, passages: Sequence[RetrievedChunk], dense_scores: Sequence[float],
-               pool: Sequence[RetrievedChunk], max_papers: int = 5) -> AnswerabilityVerdict:  # fmt: skip
+               pool: Sequence[RetrievedChunk], max_papers: int = 5, judge_logits: Sequence[float] | None = None
+               ) -> AnswerabilityVerdict:  # fmt: skip
         """Judge each passage (as passage_signals); the answer is written from at most max_papers of them, one
-        passage per paper."""
+        passage per paper. judge_logits: the passage judge's logit of each passage (None: the judge did not run,
+        and the decision gates on its own model)."""
         if not pool or not passages:
             return AnswerabilityVerdict("not_covered", 0.0, "no passage matched the question")
         judgements = tuple(self.probabilities(question, passages, dense_scores, pool))
@@ -291,8 +293,10 @@ class AnswerabilityModel:
         doc_ids = [passages[j.position].chunk.doc_id for j in judgements]
         gate = self.judge_gate
         missed = f"no passage reaches P(answers) {self.answer_from:.2f}"
-        if gate is not None and all(p.judge_logit is not None for p in passages):
-            judged = [sigmoid(p.judge_logit or 0.0) for p in passages]
+        if gate is not None and judge_logits is not None:
+            if len(judge_logits) != len(passages):
+                raise ValueError(f"{len(judge_logits)} judge logits for {len(passages)} passages.")
+            judged = [sigmoid(logit) for logit in judge_logits]
             answering = select_with_judge(judged, probabilities, doc_ids, gate, max_papers)
             if answering:
                 reason = (f"{len(answering)} passage(s) answer it (the judge's best P(answers) {max(judged):.2f} is "

@@ -1,11 +1,12 @@
 """Answering: search, decide which passages answer, build one prompt per answering paper (its sentences that
 answer the question first), then (after generation) compose the answer and measure what supports each sentence.
-Generation itself is the caller's (the service's queue, or a benchmark's generator): `prepare` says what to
-generate, an AnswerComposer (answering/compose.py) assembles the findings as they come, `finish` turns the
-composed text into an Answer."""
+`prepare` says what to generate (a frozen PreparedAnswer), an AnswerComposer (answering/compose.py) assembles the
+findings as they come, `finish` turns the composed text into an Answer; answering/session.py runs the three for
+one question, generating through the Generator port."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -15,12 +16,11 @@ from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Co
 from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.compose import AnswerComposer, compose_opening, lead_sentence
 from answering.focus import SentenceFocus
+from answering.ports import GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from corpus.filters import SearchFilters
-from models import SamplingParams
-from retrieval.judge import PassageJudge
-from retrieval.search import SearchOutcome, SearchPipeline, StageTimer
-from retrieval.types import RetrievedChunk
+from retrieval.timing import StageTimer
+from retrieval.types import RetrievedChunk, SearchOutcome
 
 MAX_PAPERS = 10  # findings in one answer at most
 
@@ -69,17 +69,6 @@ class Question:
     generation: GenerationOptions = field(default_factory=GenerationOptions)
 
 
-@dataclass
-class GenerationOutcome:
-    """What the generator produced for a prepared answer (filled in by whoever runs the generation)."""
-
-    text: str = ""
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    finish_reason: str = "stop"
-    seconds: float = 0.0
-
-
 @dataclass(frozen=True)
 class FindingPrompt:
     """What one answering paper's finding is generated from: its passage alone, numbered [1] in the prompt."""
@@ -90,21 +79,25 @@ class FindingPrompt:
     fallback: str | None = None  # the finding if the generator declines a passage the decision chose
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreparedAnswer:
-    """Everything decided before generation starts; `findings` is empty when nothing will be generated."""
+    """Everything decided before generation starts, built once; `findings` is empty when nothing will be
+    generated."""
 
     query: str
     search: SearchOutcome
-    passages: list[Passage]  # passages[i] shows hits[i], numbered from 1
-    hits: list[RetrievedChunk]
-    findings: list[FindingPrompt]  # one per answering paper, most relevant first
+    passages: tuple[Passage, ...]  # passages[i] shows hits[i], numbered from 1
+    findings: tuple[FindingPrompt, ...]  # one per answering paper, most relevant first
     params: SamplingParams
     verdict: AnswerabilityVerdict | None  # None: the decision was not made (switched off)
-    timer: StageTimer
-    notes: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float]  # the search's and the decision's stages, in the order they ran
+    notes: tuple[str, ...] = ()
     opening: str = ""  # the answer's first sentence: how many papers answer, or a partial answer's caveat
     dropped_passages: int = 0  # answering passages left out: with their answer, they do not fit the context
+
+    @property
+    def hits(self) -> list[RetrievedChunk]:
+        return self.search.hits
 
     @property
     def generates(self) -> bool:
@@ -142,7 +135,7 @@ class Usage:
     tokens_per_second: float | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Answer:
     """The finished answer; app/api/presenters.py maps it to the API's schemas."""
 
@@ -152,7 +145,8 @@ class Answer:
     prepared: PreparedAnswer
     usage: Usage
     notes: list[str]
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding]
+    timings_ms: dict[str, float]  # every stage's, generation and the citation check included
 
     @property
     def coverage(self) -> str:
@@ -172,10 +166,6 @@ class Answer:
         return round(self.prepared.verdict.probability, 4) if self.prepared.verdict else None
 
     @property
-    def timings_ms(self) -> dict[str, float]:
-        return self.prepared.timer.timings_ms
-
-    @property
     def dropped_passages(self) -> int:
         return self.prepared.dropped_passages
 
@@ -183,8 +173,8 @@ class Answer:
         return self.prepared.hits[passage_number - 1]
 
 
-def to_passages(hits: list[RetrievedChunk]) -> list[Passage]:
-    return [Passage.from_chunk(i, hit.chunk, hit.document.year) for i, hit in enumerate(hits, start=1)]
+def to_passages(hits: list[RetrievedChunk]) -> tuple[Passage, ...]:
+    return tuple(Passage.from_chunk(i, hit.chunk, hit.document.year) for i, hit in enumerate(hits, start=1))
 
 
 class Answerer:
@@ -193,14 +183,14 @@ class Answerer:
     def __init__(
         self,
         settings: AnsweringSettings,
-        search: SearchPipeline,
+        search: Search,
         prompts: PromptBuilder,
         checker: SupportChecker,
         answerability: AnswerabilityModel | None,
         focus: SentenceFocus | None,
         model_name: str,
         check_by_default: bool = True,
-        judge: PassageJudge | None = None,
+        judge: PassageScorer | None = None,
     ):
         """answerability None: the generator decides (no decision before generating); check_by_default: whether
         a question that does not say (Question.coverage_check None) gets the decision; focus None: passages go
@@ -232,72 +222,79 @@ class Answerer:
         timer = StageTimer()
         max_papers = question.top_k or self.settings.top_k
         evidence_k = max(self.settings.evidence_k, max_papers)
-        outcome = self.search.run(question.query, evidence_k, question.mode, question.filters, question.rerank,
-                                  timer)  # fmt: skip
+        outcome = self.search.run(question.query, evidence_k, question.mode, question.filters, question.rerank)
         hits = outcome.hits
         params = self.sampling_params(question.generation)
-        prepared = PreparedAnswer(question.query, outcome, to_passages(hits), hits, [], params, None, timer)
+        passages = to_passages(hits)
+
+        def prepared(findings: tuple[FindingPrompt, ...], verdict: AnswerabilityVerdict | None, notes: tuple[str, ...],
+                     opening: str = "", dropped_passages: int = 0) -> PreparedAnswer:  # fmt: skip
+            timings_ms = {**outcome.timings_ms, **timer.timings_ms}
+            return PreparedAnswer(question.query, outcome, passages, findings, params, verdict, timings_ms, notes,
+                                  opening, dropped_passages)  # fmt: skip
+
         if not hits:
-            prepared.notes.append("No passage matched the question and filters.")
-            return prepared
+            return prepared(findings=(), verdict=None, notes=("No passage matched the question and filters.",))
 
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
+        verdict: AnswerabilityVerdict | None = None
+        notes: list[str] = []
         probabilities: dict[int, float] = {}
         if self.answerability is not None and wanted:
+            judge_logits = None
             if self.judge is not None and self.answerability.reads_judge:
                 with timer.stage("judge"):
-                    self.judge.judge(question.query, hits)
+                    judge_logits = self.judge.score(question.query, hits)
             with timer.stage("answerability"):
                 dense = self.search.dense_similarities(outcome.query, hits)
-                verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers)
-            prepared.verdict = verdict
+                verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers,
+                                                    judge_logits)  # fmt: skip
             if not verdict.answers:
-                prepared.notes.append(
-                    "The indexed abstracts do not appear to cover this question "
-                    f"({verdict.reason}); the closest passages are listed instead of an answer."
-                )
-                return prepared
+                notes.append("The indexed abstracts do not appear to cover this question "
+                             f"({verdict.reason}); the closest passages are listed instead of an answer.")  # fmt: skip
+                return prepared(findings=(), verdict=verdict, notes=tuple(notes))
             chosen = list(verdict.answering)
             probabilities = {j.position: j.probability for j in verdict.judgements}
             # The decision is made: each finding is written from its passage and may not decline.
-            prepared.params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
+            params = replace(params, banned_openings=(self.prompts.refusal_opening(),))
             if verdict.coverage == "partial":
-                prepared.notes.append(f"The answer comes from the closest paper ({verdict.reason}).")
+                notes.append(f"The answer comes from the closest paper ({verdict.reason}).")
         else:
             chosen = first_per_paper(hits, max_papers)
 
-        prepared.opening = compose_opening(len(chosen), partial=prepared.coverage == "partial")
         # Each finding's prompt shows its passage alone, as [1].
-        alone = [replace(prepared.passages[position], number=1) for position in chosen]
+        alone = [replace(passages[position], number=1) for position in chosen]
         if self.focus is not None:
             with timer.stage("focus"):
                 alone = self.focus.apply(question.query, alone)
+        findings: list[FindingPrompt] = []
         with timer.stage("prompt"):
             for position, passage in zip(chosen, alone, strict=True):
-                prompt = self.prompts.build(question.query, [passage], prepared.params.max_new_tokens)
+                prompt = self.prompts.build(question.query, [passage], params.max_new_tokens)
                 if prompt.passages:  # a passage too long for the context is left out
-                    fallback = lead_sentence(passage.text) if prepared.verdict is not None else None
-                    prepared.findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position),
-                                                           fallback))  # fmt: skip
-        prepared.dropped_passages = len(chosen) - len(prepared.findings)
-        if prepared.dropped_passages:
-            prepared.notes.append(f"{prepared.dropped_passages} answering passage(s) were left out of the prompts: "
-                                  "with an answer, they do not fit the model's context.")  # fmt: skip
-            prepared.opening = compose_opening(len(prepared.findings), partial=prepared.coverage == "partial")
-        return prepared
+                    fallback = lead_sentence(passage.text) if verdict is not None else None
+                    findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position), fallback))
+        dropped = len(chosen) - len(findings)
+        if dropped:
+            notes.append(f"{dropped} answering passage(s) were left out of the prompts: with an answer, they do "
+                         "not fit the model's context.")  # fmt: skip
+        partial = verdict is not None and verdict.coverage == "partial"
+        return prepared(findings=tuple(findings), verdict=verdict, notes=tuple(notes),
+                        opening=compose_opening(len(findings), partial=partial), dropped_passages=dropped)  # fmt: skip
 
     def finish(self, prepared: PreparedAnswer, composer: AnswerComposer | None,
-               outcomes: list[GenerationOutcome] | None) -> Answer:  # fmt: skip
+               outcomes: Sequence[GenerationOutcome] | None) -> Answer:  # fmt: skip
         """Check the composed answer's support, sentence by sentence and finding by finding, and assemble the
         Answer; blocking (embedding). composer/outcomes None: nothing was generated (declined)."""
-        timer = prepared.timer
+        timer = StageTimer()
+        generate_ms: dict[str, float] = {}
         findings: list[Finding] = []
         text, finish_reason = NOT_COVERED_ANSWER, "not_covered"
         report = SupportReport([], [])
         usage = Usage(prompt_tokens=0, generated_tokens=0, tokens_per_second=None)
         if prepared.generates and composer is not None and outcomes:
             seconds = max(outcome.seconds for outcome in outcomes)
-            timer.timings_ms["generate"] = round(seconds * 1000, 3)
+            generate_ms["generate"] = round(seconds * 1000, 3)
             generated = sum(outcome.generated_tokens for outcome in outcomes)
             speed = generated / seconds if seconds > 0 else None
             usage = Usage(sum(o.prompt_tokens for o in outcomes), generated, round(speed, 2) if speed else None)
@@ -315,7 +312,8 @@ class Answerer:
             notes.append(f"{len(report.unsupported)} answer sentence(s) are not supported by any passage.")
         if not prepared.search.reranked:
             notes.append("Reranking was off for this answer.")
-        return Answer(text, finish_reason, report, prepared, usage, notes, findings)
+        return Answer(text, finish_reason, report, prepared, usage, notes, findings,
+                      {**prepared.timings_ms, **generate_ms, **timer.timings_ms})
 
     def _finding(self, finding: FindingPrompt, text: str, prepared: PreparedAnswer) -> Finding:
         """A finding checked against its own passage: supported when one of its sentences is."""
@@ -341,7 +339,7 @@ def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:
     return positions
 
 
-def finish_reason_of(composer: AnswerComposer, outcomes: list[GenerationOutcome]) -> str:
+def finish_reason_of(composer: AnswerComposer, outcomes: Sequence[GenerationOutcome]) -> str:
     """stop, unless a finding's generation ended otherwise before it had its sentences (length, cancelled)."""
     for finding, outcome in zip(composer.findings, outcomes, strict=True):
         if outcome.finish_reason != "stop" and not finding.complete:

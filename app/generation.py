@@ -1,10 +1,12 @@
-"""The service's side of the generation engine: admission, one answer's async stream, shutdown, metrics.
+"""The service's side of the generation engine, and answering's Generator port over it (answering/ports.py):
+admission, one answer's streams, shutdown, metrics. The engine's types and errors stay here.
 
 The engine (models.scheduler) decodes up to `slots` generations together and keeps others waiting; an answer is
 one generation per answering paper (its finding), all submitted at once. Admission is decided here first, per
-answer and before any retrieval: beyond `slots + queue_size` answers in flight the API answers 429 with
-Retry-After at once. An answer that outlives its timeout, or whose client goes away, is cancelled and its slots
-freed at the engine's next step.
+answer and before any retrieval (`reserve`): beyond `slots + queue_size` answers in flight the API answers 429
+with Retry-After at once; the place goes back when the engine is done with the answer's last generation, or at
+`cancel_reservation` when the answer generates nothing. An answer that outlives its timeout, or whose client goes
+away, is cancelled and its slots freed at the engine's next step.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from answering.answerer import GenerationOutcome
+from answering.ports import GenerationEvent, GenerationOutcome, SamplingParams
 from app.config import GenerationQueueSettings
 from app.metrics import ServiceMetrics
-from models import Generator, SamplingParams
+from models import AsyncTextStream, Generator
+from models import SamplingParams as EngineSamplingParams
 from models.scheduler import EngineFullError, EngineStoppedError
-from models.streams import AsyncTextStream
 
 
 class QueueFullError(RuntimeError):
@@ -34,7 +36,14 @@ class ShuttingDownError(RuntimeError):
     """The server is shutting down: answers still generating after the grace period are stopped."""
 
 
+def engine_params(params: SamplingParams) -> EngineSamplingParams:
+    """The engine's parameters (which it checks) from answering's."""
+    return EngineSamplingParams(**vars(params))
+
+
 class GenerationQueue:
+    """answering.ports.Generator for answers that hold a place (`reserve` first)."""
+
     def __init__(self, generator: Generator, settings: GenerationQueueSettings, metrics: ServiceMetrics):
         self.generator = generator
         self.capacity = settings.slots + settings.queue_size
@@ -75,7 +84,39 @@ class GenerationQueue:
     def shutdown(self) -> None:
         self.generator.shutdown(ShuttingDownError("the server is shutting down"))
 
-    def _submit(self, prompt: str, params: SamplingParams, release: Callable[[], None]) -> AsyncTextStream:
+    def stream_many(self, prompts: Sequence[str], params: SamplingParams) -> MergedStreams:
+        """One answer's generations, all submitted now in its one reserved place (given back when the engine is
+        done with the last of them); see MergedStreams."""
+        started = time.perf_counter()
+        settings = engine_params(params)
+        remaining = len(prompts)
+
+        def one_done() -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                self._release()
+
+        submitted: list[AsyncTextStream] = []
+        try:
+            for prompt in prompts:
+                submitted.append(self._submit(prompt, settings, one_done))
+        except BaseException:
+            for request in submitted:
+                request.cancel()
+            for _ in range(len(prompts) - len(submitted) - 1):  # never submitted: their share of the place
+                one_done()
+            raise
+        return MergedStreams(submitted, started, self.timeout_s, self.metrics)
+
+    async def generate(self, prompt: str, params: SamplingParams) -> GenerationOutcome:
+        """Run one generation to the end in a reserved place."""
+        async for _, item in self.stream_many([prompt], params):
+            if isinstance(item, GenerationOutcome):
+                return item
+        raise AssertionError("a generation ends with its outcome")
+
+    def _submit(self, prompt: str, params: EngineSamplingParams, release: Callable[[], None]) -> AsyncTextStream:
         """Hand a prompt to the engine; `release` is called once the engine is done with it (or could not take
         it)."""
         try:
@@ -88,133 +129,93 @@ class GenerationQueue:
             release()
             raise
 
-    async def stream(self, prompt: str, params: SamplingParams, outcome: GenerationOutcome) -> AsyncIterator[str]:
-        """Yield text deltas for a reserved place; fills `outcome` when done. Closing the iterator cancels.
 
-        The place is given back when the engine is done with the request, not when the consumer goes away."""
-        started = time.perf_counter()
-        deltas = self._submit(prompt, params, self._release)
-        async for delta in self._deltas(deltas, outcome, started):
-            yield delta
+class MergedStreams:
+    """answering.ports.GenerationStreams over the engine: several generations' events as one async iterator of
+    (index, delta), then (index, GenerationOutcome) when generation `index` ends; `stop(index)` ends one early;
+    closing it (aclose) cancels those still running. An error of any generation is raised from the iteration."""
 
-    def stream_many(self, prompts: Sequence[str], params: SamplingParams,
-                    outcomes: Sequence[GenerationOutcome]) -> MergedStreams:  # fmt: skip
-        """One answer's generations, all submitted now in its one reserved place (given back when the engine is
-        done with the last of them); see MergedStreams."""
-        started = time.perf_counter()
-        remaining = len(prompts)
+    def __init__(self, requests: Sequence[AsyncTextStream], started: float, timeout_s: float,
+                 metrics: ServiceMetrics) -> None:  # fmt: skip
+        self._requests = list(requests)  # the engine's side: cancelling one frees its slot
+        self._deadline = started + timeout_s
+        self._started = started
+        self._timeout_s = timeout_s
+        self._metrics = metrics
+        self._events: asyncio.Queue[tuple[int, str | GenerationOutcome | BaseException]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping: set[int] = set()
+        self._open = len(self._requests)
 
-        def one_done() -> None:
-            nonlocal remaining
-            remaining -= 1
-            if remaining == 0:
-                self._release()
-
-        submitted: list[AsyncTextStream] = []
-        try:
-            for prompt in prompts:
-                submitted.append(self._submit(prompt, params, one_done))
-        except BaseException:
-            for deltas in submitted:
-                deltas.cancel()
-            for _ in range(len(prompts) - len(submitted) - 1):  # never submitted: their share of the place
-                one_done()
-            raise
-        iterators = [self._deltas(d, o, started) for d, o in zip(submitted, outcomes, strict=True)]
-        return MergedStreams(iterators, submitted)
-
-    async def _deltas(self, deltas: AsyncTextStream, outcome: GenerationOutcome, started: float
-                      ) -> AsyncIterator[str]:  # fmt: skip
-        deadline = started + self.timeout_s
+    async def _pump(self, index: int) -> None:
+        """Generation `index`'s deltas onto the events, then its outcome (or its error)."""
+        request = self._requests[index]
         pieces: list[str] = []
         finished = False
         try:
             while True:
-                remaining = deadline - time.perf_counter()
-                try:
-                    delta = await asyncio.wait_for(anext(deltas), timeout=max(remaining, 0.001))
-                except StopAsyncIteration:
+                delta = await self._next(request)
+                if delta is None:
                     finished = True
                     break
-                except TimeoutError as error:
-                    raise GenerationTimeoutError(
-                        f"generation took longer than {self.timeout_s:g} s and was stopped"
-                    ) from error
-                except (EngineStoppedError, ShuttingDownError) as error:
-                    # A new error per stream: the engine hands every stream one object, which would otherwise
-                    # gather each stream's traceback as it is re-raised in turn.
-                    raise ShuttingDownError(str(error)) from None
                 pieces.append(delta)
-                yield delta
-        finally:
-            # Reached on completion, error, timeout, or the client going away (GeneratorExit).
-            if not finished:
-                deltas.cancel()
-                self.metrics.generation_cancelled.inc()
-            outcome.prompt_tokens = deltas.prompt_tokens
-            outcome.generated_tokens = deltas.generated_tokens
-            outcome.finish_reason = (deltas.finish_reason or "stop") if finished else "cancelled"
-            outcome.text = "".join(pieces)
-            outcome.seconds = time.perf_counter() - started
-            if outcome.generated_tokens:
-                self.metrics.tokens_generated.inc(outcome.generated_tokens)
-                self.metrics.generation_tokens_per_second.observe(outcome.generated_tokens / outcome.seconds)
-
-    async def generate(self, prompt: str, params: SamplingParams) -> GenerationOutcome:
-        """Run one generation to the end in a reserved place."""
-        outcome = GenerationOutcome()
-        async for _ in self.stream(prompt, params, outcome):
-            pass
-        return outcome
-
-
-class MergedStreams:
-    """Several generations' deltas as one async iterator of (index, delta), then (index, None) when generation
-    `index` ends; `stop(index)` ends one early; closing it (aclose) cancels those still running. An error of any
-    generation is raised from the iteration."""
-
-    def __init__(self, streams: Sequence[AsyncIterator[str]], requests: Sequence[AsyncTextStream]) -> None:
-        self._streams = list(streams)
-        self._requests = list(requests)  # the engine's side: cancelling one frees its slot
-        self._events: asyncio.Queue[tuple[int, str | BaseException | None]] = asyncio.Queue()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._open = len(self._streams)
-
-    async def _pump(self, index: int) -> None:
-        stream = self._streams[index]
-        try:
-            async for delta in stream:
                 self._events.put_nowait((index, delta))
         except asyncio.CancelledError:
-            await stream.aclose()  # type: ignore[attr-defined]
-            return  # stop() reports the end
+            if index not in self._stopping:  # closed: nobody reads an outcome
+                raise
         except Exception as error:  # handed to the consumer, which raises it
             self._events.put_nowait((index, error))
             return
-        self._events.put_nowait((index, None))
+        finally:
+            # Reached on completion, error, stop, or the client going away (aclose).
+            if not finished:
+                request.cancel()
+                self._metrics.generation_cancelled.inc()
+            seconds = time.perf_counter() - self._started
+            if request.generated_tokens:
+                self._metrics.tokens_generated.inc(request.generated_tokens)
+                self._metrics.generation_tokens_per_second.observe(request.generated_tokens / seconds)
+        reason = (request.finish_reason or "stop") if finished else "cancelled"
+        self._events.put_nowait((index, GenerationOutcome("".join(pieces), request.prompt_tokens,
+                                                          request.generated_tokens, reason, seconds)))  # fmt: skip
+
+    async def _next(self, request: AsyncTextStream) -> str | None:
+        """The request's next delta (None at its end), within the answer's time limit."""
+        remaining = self._deadline - time.perf_counter()
+        try:
+            return await asyncio.wait_for(anext(request), timeout=max(remaining, 0.001))
+        except StopAsyncIteration:
+            return None
+        except TimeoutError as error:
+            raise GenerationTimeoutError(f"generation took longer than {self._timeout_s:g} s and was stopped"
+                                         ) from error  # fmt: skip
+        except (EngineStoppedError, ShuttingDownError) as error:
+            # A new error per stream: the engine hands every stream one object, which would otherwise gather each
+            # stream's traceback as it is re-raised in turn.
+            raise ShuttingDownError(str(error)) from None
 
     def __aiter__(self) -> MergedStreams:
         if not self._tasks:
-            self._tasks = [asyncio.ensure_future(self._pump(i)) for i in range(len(self._streams))]
+            self._tasks = [asyncio.ensure_future(self._pump(i)) for i in range(len(self._requests))]
         return self
 
-    async def __anext__(self) -> tuple[int, str | None]:
+    async def __anext__(self) -> GenerationEvent:
         if self._open == 0:
             raise StopAsyncIteration
         index, item = await self._events.get()
         if isinstance(item, BaseException):
             raise item
-        if item is None:
+        if isinstance(item, GenerationOutcome):
             self._open -= 1
         return index, item
 
     def stop(self, index: int) -> None:
-        """End generation `index` now (its (index, None) still comes)."""
-        task = self._tasks[index]
+        """End generation `index` now (its outcome, finish_reason cancelled, still comes)."""
         self._requests[index].cancel()
+        task = self._tasks[index]
         if not task.done():
+            self._stopping.add(index)
             task.cancel()
-            task.add_done_callback(lambda _: self._events.put_nowait((index, None)))
 
     async def aclose(self) -> None:
         for request in self._requests:

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
+from typing import Protocol
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class EngineState(Protocol):
+    """What /metrics reads of the engine's scheduler (models.scheduler.Scheduler)."""
+
+    slots: Sized
+    steps: int
+
+    @property
+    def running(self) -> int: ...
+
+    @property
+    def waiting(self) -> int: ...
 
 
 class ServiceMetrics:
@@ -63,13 +79,13 @@ class ServiceMetrics:
             "aer_rag_engine_decode_steps", "Decode steps taken by the engine since it started.", registry=self.registry
         )
 
-    def track_engine(self, scheduler: object) -> None:
-        """Read the engine's state when /metrics is scraped (scheduler: models.scheduler.Scheduler)."""
-        slots = len(scheduler.slots)  # type: ignore[attr-defined]
-        self.engine_running.set_function(lambda: scheduler.running)  # type: ignore[attr-defined]
-        self.engine_waiting.set_function(lambda: scheduler.waiting)  # type: ignore[attr-defined]
-        self.batch_occupancy.set_function(lambda: scheduler.running / slots)  # type: ignore[attr-defined]
-        self.decode_steps.set_function(lambda: scheduler.steps)  # type: ignore[attr-defined]
+    def track_engine(self, scheduler: EngineState) -> None:
+        """Read the engine's state when /metrics is scraped."""
+        slots = len(scheduler.slots)
+        self.engine_running.set_function(lambda: scheduler.running)
+        self.engine_waiting.set_function(lambda: scheduler.waiting)
+        self.batch_occupancy.set_function(lambda: scheduler.running / slots)
+        self.decode_steps.set_function(lambda: scheduler.steps)
 
     def observe_stages(self, timings_ms: dict[str, float]) -> None:
         for stage, milliseconds in timings_ms.items():

@@ -6,10 +6,11 @@ import logging
 from dataclasses import dataclass
 
 from answering.answerability import AnswerabilityModel
-from answering.answerer import Answerer
+from answering.answerer import Answerer, Question
 from answering.citations import SupportChecker
 from answering.focus import SentenceFocus
 from answering.prompt import PromptBuilder
+from answering.session import AnswerSession
 from app.backends import open_backend
 from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
@@ -38,6 +39,11 @@ class Services:
     queue: GenerationQueue
     device: str
     searches: SearchAdmission
+
+    async def start_answer(self, question: Question) -> AnswerSession:
+        """Admit the answer (QueueFullError, a 429, before any retrieval), then retrieve and decide."""
+        self.queue.reserve()
+        return await AnswerSession.start(self.answerer, self.queue, question)
 
     def close(self) -> None:
         self.queue.shutdown()

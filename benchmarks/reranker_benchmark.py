@@ -27,7 +27,7 @@ from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings
-from retrieval.search import RerankState, StageTimer, build_search, load_reranker
+from retrieval.search import RerankState, build_search, load_reranker
 from training.evaluation.dev_questions import HALVES, load_dev_questions
 
 BUDGET_MS = 300.0
@@ -54,9 +54,9 @@ def evaluate(index: PublishedIndex, rerank: RerankState, top_m: int) -> dict:
         if not question.answerable:
             continue
         relevant = {doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi}
-        timer = StageTimer()
-        hits = search.run(question.question, 10, rerank=rerank.available, timer=timer).hits
-        rerank_ms.append(timer.timings_ms.get("rerank", 0.0))
+        outcome = search.run(question.question, 10, rerank=rerank.available)
+        hits = outcome.hits
+        rerank_ms.append(outcome.timings_ms.get("rerank", 0.0))
         ranks = [rank for rank, hit in enumerate(hits, start=1) if hit.chunk.doc_id in relevant]
         reciprocal_ranks[question.half].append(1.0 / ranks[0] if ranks else 0.0)
     row: dict = {}

@@ -16,6 +16,7 @@ answerable questions above unanswerable ones better than either alone (models/we
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -54,7 +55,8 @@ class JudgeSettings(BaseModel):
 
 
 class PassageJudge:
-    """Entry point: `judge(question, hits)` sets each hit's judge_logit."""
+    """Entry point: `score(question, hits)` -> each hit's logit of P(it answers the question) (answering's
+    PassageScorer port)."""
 
     def __init__(self, models: list[CrossEncoderReranker]) -> None:
         if not models:
@@ -91,8 +93,6 @@ class PassageJudge:
                          axis=0)  # fmt: skip
         return [float(x) for x in scores]
 
-    def judge(self, question: str, hits: list[RetrievedChunk]) -> None:
-        """Set each hit's judge_logit."""
-        for hit, logit in zip(hits, self.logits(question, [passage_text(h.chunk.title, h.chunk.text) for h in hits]),
-                              strict=True):  # fmt: skip
-            hit.judge_logit = logit
+    def score(self, question: str, hits: Sequence[RetrievedChunk]) -> list[float]:
+        """Each hit's logit, read as the judge reads a passage (title above text)."""
+        return self.logits(question, [passage_text(hit.chunk.title, hit.chunk.text) for hit in hits])

@@ -7,6 +7,7 @@ import logging
 import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -93,6 +94,9 @@ def encode_pairs(
     hidden = int(getattr(getattr(model, "config", None), "hidden_size", 0))
     if not queries:
         return np.zeros(0, dtype=np.float32), np.zeros((0, hidden), dtype=np.float32)
+    # A query may fill at most half the pair: past that, "only_second" truncation has nothing left to cut and the
+    # tokenizer raises (a 1,000-character query was a 500); the passage keeps the rest.
+    queries = [truncated(tokenizer, query, max_length // 2) for query in queries]
     encoded = tokenizer(list(queries), list(passages), truncation="only_second", max_length=max_length)
     order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
     scores = np.zeros(len(queries), dtype=np.float32)
@@ -109,6 +113,12 @@ def encode_pairs(
             pooled[rows] = batch_pooled.float().cpu().numpy()
     model.train(was_training)
     return scores, pooled
+
+
+def truncated(tokenizer: PreTrainedTokenizerBase, text: str, max_tokens: int) -> str:
+    """`text` cut to its first `max_tokens` tokens (special tokens not counted); unchanged when it fits."""
+    ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    return text if len(ids) <= max_tokens else tokenizer.decode(ids[:max_tokens])
 
 
 class RerankerSettings(BaseModel):
@@ -250,9 +260,9 @@ class CrossEncoderReranker:
         first_stage_weight: float | None = None,
         cosines: Sequence[float] | None = None,
     ) -> list[RetrievedChunk]:
-        """Score the first top_m candidates, set rerank_score (their relevance), rerank_rank (the position after
-        this stage, see rerank_order) and answer_logit (the answer head's, when there is one), return them best
-        first.
+        """Score the first top_m candidates and return them best first, as new hits with rerank_score (their
+        relevance), rerank_rank (the position after this stage, see rerank_order) and answer_logit (the answer
+        head's, when there is one); the candidates given are left as they are.
 
         Candidates after top_m are dropped: the caller decides how deep the reranker looks.
         first_stage_weight: this call's weight (default: the reranker's own).
@@ -267,12 +277,9 @@ class CrossEncoderReranker:
         scores, answer_logits = self.assess(query, passages, None if cosines is None else list(cosines)[:top_m])
         weight = self.first_stage_weight if first_stage_weight is None else first_stage_weight
         order = rerank_order(scores, weight)
-        reranked = [pool[i] for i in order]
-        for rank, i in enumerate(order, start=1):
-            pool[i].rerank_score = float(scores[i])
-            pool[i].rerank_rank = rank
-            pool[i].answer_logit = None if answer_logits is None else float(answer_logits[i])
-        return reranked
+        return [replace(pool[i], rerank_score=float(scores[i]), rerank_rank=rank,
+                        answer_logit=None if answer_logits is None else float(answer_logits[i]))
+                for rank, i in enumerate(order, start=1)]  # fmt: skip
 
 
 def _weight(name: str, value: float | None, info: dict) -> float:

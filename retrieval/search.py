@@ -4,38 +4,21 @@ cross-encoder rerank. `build_search` makes it from settings, so benchmarks retri
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from corpus.filters import SearchFilters
 from corpus.search_backend import SearchBackend
 from retrieval.hybrid import HybridRetriever, HybridSettings
 from retrieval.query import Query, QueryEncoder
 from retrieval.reranker import CrossEncoderReranker, RerankerSettings
-from retrieval.types import RetrievedChunk
+from retrieval.timing import StageTimer
+from retrieval.types import RetrievedChunk, SearchOutcome
 
 log = logging.getLogger(__name__)
 
 
 class RerankNotAvailableError(RuntimeError):
     """Reranking was asked for but no reranker model is loaded."""
-
-
-class StageTimer:
-    """Collects per-stage wall times in milliseconds, in the order the stages ran."""
-
-    def __init__(self) -> None:
-        self.timings_ms: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings_ms[name] = round(self.timings_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000, 3)
 
 
 @dataclass
@@ -46,15 +29,6 @@ class RerankState:
     @property
     def available(self) -> bool:
         return self.reranker is not None
-
-
-@dataclass
-class SearchOutcome:
-    query: Query  # the text and its vector, encoded once for every stage and for answering
-    hits: list[RetrievedChunk]  # the top_k asked for
-    reranked: bool
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    pool: list[RetrievedChunk] = field(default_factory=list)  # every candidate of the last stage, best first
 
 
 class SearchPipeline:
@@ -73,9 +47,8 @@ class SearchPipeline:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         rerank: bool | None = None,
-        timer: StageTimer | None = None,
     ) -> SearchOutcome:
-        timer = timer or StageTimer()
+        timer = StageTimer()
         if rerank and not self.rerank.available:
             raise RerankNotAvailableError(
                 f"Reranking was requested but is off on this server ({self.rerank.reason}). "
@@ -94,7 +67,7 @@ class SearchPipeline:
                 head = hits[: self.rerank_top_m]
                 cosines = self.dense_similarities(encoded, head) if reranker.bi_encoder_weight else None
                 hits = reranker.rerank(query, head, top_m=self.rerank_top_m, cosines=cosines)
-        return SearchOutcome(encoded, hits[:top_k], use_rerank, timer.timings_ms, hits)
+        return SearchOutcome(encoded, hits[:top_k], use_rerank, dict(timer.timings_ms), hits)
 
     def dense_similarities(self, query: Query, hits: list[RetrievedChunk]) -> list[float]:
         """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored chunk

@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             dense = search.dense_similarities(outcome.query, outcome.hits)
             probabilities = [j.probability for j in model.probabilities(question.question, outcome.hits, dense,
                                                                           outcome.pool)]  # fmt: skip
-            judge.judge(question.question, outcome.hits)
-            judged = [sigmoid(hit.judge_logit or 0.0) for hit in outcome.hits]
+            judged = [sigmoid(logit) for logit in judge.score(question.question, outcome.hits)]
             relevant = frozenset(doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi)
             halves[half].append(GatedQuestion(question, relevant, [h.chunk.doc_id for h in outcome.hits],
                                               probabilities, judged))  # fmt: skip

@@ -23,13 +23,13 @@ from retrieval.types import RetrievedChunk
 
 
 def hit(doc_id: str, position: int = 0, rerank: float | None = None, bm25_rank: int | None = None,
-        rerank_rank: int | None = None, answer_logit: float | None = None, text: str = "text",
-        judge_logit: float | None = None) -> RetrievedChunk:  # fmt: skip
+        rerank_rank: int | None = None, answer_logit: float | None = None,
+        text: str = "text") -> RetrievedChunk:  # fmt: skip
     chunk = Chunk(f"{doc_id}#{position}", doc_id, position, text, 0, len(text), "Title")
     document = Document(doc_id, "", "Title", text, text, "2020", 2020)
     ranks = {} if bm25_rank is None else {"bm25": bm25_rank}
     return RetrievedChunk(chunk, document, ranks=ranks, rerank_score=rerank, rerank_rank=rerank_rank,
-                          answer_logit=answer_logit, judge_logit=judge_logit)  # fmt: skip
+                          answer_logit=answer_logit)  # fmt: skip
 
 
 def one_feature_model(feature: str, weight: float = 1.0) -> LogisticModel:
@@ -165,23 +165,24 @@ def test_other_papers_must_come_within_also_within_of_the_best() -> None:
         JudgeGate(0.6, 0.5, -0.1)
 
 
-def test_the_gate_applies_when_every_passage_was_judged_and_the_models_bars_otherwise() -> None:
+def test_the_gate_applies_when_the_judges_logits_are_given_and_the_models_bars_otherwise() -> None:
     gate = JudgeGate(judge_from=0.6, also_from=0.9)
     model = AnswerabilityModel(one_feature_model("answer_logit"), one_feature_model("dense"), 0.3, 0.7,
                                judge_gate=gate)  # fmt: skip
     # The decision's own model doubts "a" (P 0.27), the judge is sure (P 0.95): covered from "a" under the gate.
-    judged = [hit("a", rerank=1.0, answer_logit=-1.0, judge_logit=3.0), hit("b", rerank=1.0, answer_logit=-2.0,
-                                                                             judge_logit=-3.0)]  # fmt: skip
-    verdict = model.assess("Does text help?", judged, [0.5, 0.5], judged)
+    judged = [hit("a", rerank=1.0, answer_logit=-1.0), hit("b", rerank=1.0, answer_logit=-2.0)]
+    verdict = model.assess("Does text help?", judged, [0.5, 0.5], judged, judge_logits=[3.0, -3.0])
     assert verdict.coverage == "covered" and verdict.answering == (0,)
     assert verdict.probability == pytest.approx(1 / (1 + math.exp(-3.0))) and "judge" in verdict.reason
     # The judge doubts every passage: no answer from the gate; the model's best (0.27) is below decline_below 0.3.
-    doubted = [hit("a", rerank=1.0, answer_logit=-1.0, judge_logit=-3.0)]
-    verdict = model.assess("Does text help?", doubted, [0.5], doubted)
+    doubted = [hit("a", rerank=1.0, answer_logit=-1.0)]
+    verdict = model.assess("Does text help?", doubted, [0.5], doubted, judge_logits=[-3.0])
     assert verdict.coverage == "not_covered"
-    partial = [hit("a", rerank=1.0, answer_logit=0.0, judge_logit=-3.0)]  # P 0.5: the closest paper, with caveat
-    verdict = model.assess("Does text help?", partial, [0.5], partial)
+    partial = [hit("a", rerank=1.0, answer_logit=0.0)]  # P 0.5: the closest paper, with caveat
+    verdict = model.assess("Does text help?", partial, [0.5], partial, judge_logits=[-3.0])
     assert verdict.coverage == "partial" and "judge" in verdict.reason
     # No judge logits (no judge loaded): the model's own bars, as without a gate.
     unjudged = [hit("a", rerank=1.0, answer_logit=2.0)]
     assert model.assess("Does text help?", unjudged, [0.5], unjudged).coverage == "covered"  # sigmoid(2) >= 0.7
+    with pytest.raises(ValueError, match="2 judge logits for 1 passages"):
+        model.assess("Does text help?", unjudged, [0.5], unjudged, judge_logits=[1.0, 2.0])

@@ -3,8 +3,9 @@ a partial answer, passage focus) and the answer it composes after."""
 
 from __future__ import annotations
 
-from answering.answerer import GenerationOutcome, PreparedAnswer, Question
+from answering.answerer import PreparedAnswer, Question
 from answering.compose import lead_sentence
+from answering.ports import GenerationOutcome
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
 
 COVERED = "Did the minimum wage increase reduce teenage employment in fast food restaurants?"
@@ -32,7 +33,7 @@ def compose(prepared: PreparedAnswer, texts: list[str]):
 def test_an_unanswerable_question_is_declined_without_a_prompt(make_services) -> None:
     answerer = make_services().answerer
     prepared = answerer.prepare(Question(query=OFF_TOPIC))
-    assert not prepared.generates and prepared.findings == [] and prepared.coverage == "not_covered"
+    assert not prepared.generates and prepared.findings == () and prepared.coverage == "not_covered"
     assert any("do not appear to cover" in note for note in prepared.notes)
     answer = answerer.finish(prepared, None, None)
     assert answer.text == NOT_COVERED_ANSWER and not answer.covered and answer.confidence < 0.3
@@ -104,7 +105,7 @@ def test_prompt_passages_keep_their_sentences_closest_to_the_question(make_servi
     prepared = make_services(focus={"max_sentences": 1}).answerer.prepare(question)
     first = prepared.findings[0].prompt.passages[0]
     assert first.text == "Wages fell and disability claims rose in the most exposed regions."
-    assert "focus" in prepared.timer.timings_ms
+    assert "focus" in prepared.timings_ms
     whole = make_services(focus={"enabled": False}).answerer.prepare(question)
     assert whole.findings[0].prompt.passages[0].text.startswith("Import competition from China")
 

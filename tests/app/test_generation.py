@@ -3,11 +3,10 @@ import traceback
 
 import pytest
 
-from answering.answerer import GenerationOutcome
+from answering.ports import GenerationOutcome, SamplingParams
 from app.config import GenerationQueueSettings
 from app.generation import GenerationQueue, GenerationTimeoutError, QueueFullError, ShuttingDownError
 from app.metrics import ServiceMetrics
-from models import SamplingParams
 
 PROMPT = "<|im_start|>user\nSay something about wages.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -34,22 +33,19 @@ def test_generate_runs_to_the_end_and_counts_tokens(tiny_generator) -> None:
 def test_closing_the_stream_cancels_decoding_and_frees_the_slot(tiny_generator) -> None:
     queue = make_queue(tiny_generator)
 
-    async def run() -> GenerationOutcome:
+    async def run() -> None:
         queue.reserve()
         with pytest.raises(QueueFullError):
             queue.reserve()  # capacity is one
-        outcome = GenerationOutcome()
-        stream = queue.stream(PROMPT, SamplingParams(max_new_tokens=1000), outcome)
-        await stream.__anext__()
+        stream = queue.stream_many([PROMPT], SamplingParams(max_new_tokens=1000))
+        await stream.__aiter__().__anext__()
         await stream.aclose()  # what the server does when the client goes away
         for _ in range(200):  # the worker notices the cancel flag at its next token
             if queue.depth == 0:
                 break
             await asyncio.sleep(0.01)
-        return outcome
 
-    outcome = asyncio.run(run())
-    assert outcome.finish_reason == "cancelled"
+    asyncio.run(run())
     assert queue.depth == 0
     assert "aer_rag_generation_cancelled_total 1.0" in queue.metrics.render().decode()
 
@@ -73,45 +69,43 @@ def test_settings_are_validated(tiny_generator) -> None:
 def test_one_answers_generations_run_together_in_one_place(tiny_generator) -> None:
     queue = make_queue(tiny_generator, slots=3)
 
-    async def run() -> tuple[list[tuple[int, str | None]], list[GenerationOutcome]]:
+    async def run() -> list[tuple[int, str | GenerationOutcome]]:
         queue.reserve()  # one answer, three generations
-        outcomes = [GenerationOutcome() for _ in range(3)]
         params = SamplingParams(max_new_tokens=4)
-        events = [event async for event in queue.stream_many([PROMPT, PROMPT + "Well", PROMPT], params, outcomes)]
-        return events, outcomes
+        return [event async for event in queue.stream_many([PROMPT, PROMPT + "Well", PROMPT], params)]
 
-    events, outcomes = asyncio.run(run())
-    for index in range(3):  # each one's deltas, then its end marker, interleaved with the others'
-        mine = [delta for i, delta in events if i == index]
-        assert mine[-1] is None and None not in mine[:-1]
-        assert "".join(mine[:-1]) == outcomes[index].text and outcomes[index].generated_tokens == 4
+    events = asyncio.run(run())
+    for index in range(3):  # each one's deltas, then its outcome, interleaved with the others'
+        mine = [item for i, item in events if i == index]
+        outcome = mine[-1]
+        assert isinstance(outcome, GenerationOutcome) and all(isinstance(delta, str) for delta in mine[:-1])
+        assert "".join(mine[:-1]) == outcome.text and outcome.generated_tokens == 4
     assert queue.depth == 0  # the answer's place came back once, after the last of them
 
 
 def test_stopping_one_generation_leaves_the_others_and_closing_cancels_the_rest(tiny_generator) -> None:
     queue = make_queue(tiny_generator, slots=2)
 
-    async def run() -> list[GenerationOutcome]:
+    async def run() -> list[tuple[int, GenerationOutcome]]:
         queue.reserve()
-        outcomes = [GenerationOutcome(), GenerationOutcome()]
-        streams = queue.stream_many([PROMPT, PROMPT], SamplingParams(max_new_tokens=1000), outcomes)
-        ended: list[int] = []
-        async for index, delta in streams:
-            if delta is None:
-                ended.append(index)
+        streams = queue.stream_many([PROMPT, PROMPT], SamplingParams(max_new_tokens=1000))
+        ended: list[tuple[int, GenerationOutcome]] = []
+        async for index, item in streams:
+            if isinstance(item, GenerationOutcome):
+                ended.append((index, item))
                 break
             if index == 0:
                 streams.stop(0)  # its finding is complete: the first generation ends at once
-        assert ended == [0]
         await streams.aclose()  # the client went away: the second one is cancelled too
         for _ in range(300):
             if queue.depth == 0:
                 break
             await asyncio.sleep(0.01)
-        return outcomes
+        return ended
 
-    outcomes = asyncio.run(run())
-    assert [outcome.finish_reason for outcome in outcomes] == ["cancelled", "cancelled"]
+    ended = asyncio.run(run())
+    assert [(index, outcome.finish_reason) for index, outcome in ended] == [(0, "cancelled")]
+    assert "aer_rag_generation_cancelled_total 2.0" in queue.metrics.render().decode()
     assert queue.depth == 0
 
 
@@ -121,7 +115,7 @@ def test_shutdown_ends_every_stream_with_its_own_short_error(tiny_generator) -> 
 
     async def one(started: asyncio.Event) -> BaseException:
         queue.reserve()
-        stream = queue.stream(PROMPT, SamplingParams(max_new_tokens=1000), GenerationOutcome())
+        stream = queue.stream_many([PROMPT], SamplingParams(max_new_tokens=1000))
         try:
             async for _ in stream:
                 started.set()

@@ -34,6 +34,8 @@ def test_rerank_orders_by_the_model_scores_and_sets_them(tiny_reranker_dir: Path
     assert [hit.rerank_rank for hit in reranked] == [1, 2, 3, 4, 5]
     assert [hit.rerank_score for hit in reranked] == pytest.approx(sorted(scores.tolist(), reverse=True), abs=1e-5)
     assert reranked[0].fused_rank == 5  # earlier stages' ranks are kept for display
+    # The scores come on new hits: the candidates given are left as they were.
+    assert all(hit.rerank_score is None and hit.rerank_rank is None for hit in candidates)
     # A call may give its own first-stage weight: a huge one keeps the first-stage order.
     kept = reranker.rerank(query, candidates, top_m=5, first_stage_weight=1e6)
     assert [hit.chunk.doc_id for hit in kept] == [f"d{i}" for i in ascending]

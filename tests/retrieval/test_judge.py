@@ -1,7 +1,8 @@
-"""The passage judge: loads like a reranker, refuses a reranker, fills each hit's judge_logit, averages the logits
+"""The passage judge: loads like a reranker, refuses a reranker, scores each hit (a logit), averages the logits
 of several models; the shipped judge tells an answering abstract from a near miss on the same abstract."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,13 +39,14 @@ def test_a_reranker_that_adds_retrieval_scores_is_not_a_judge(tiny_reranker_dir:
         PassageJudge.load(JudgeSettings(model_dirs=(directory,), precision="float32"), "cpu")
 
 
-def test_judging_sets_every_hits_logit_from_the_model(tiny_reranker_dir: Path) -> None:
+def test_judging_returns_every_hits_logit_from_the_model_and_leaves_the_hits_alone(tiny_reranker_dir: Path) -> None:
     judge = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), precision="float32"), "cpu")
     assert judge is not None
     hits = [hit("a", "Minimum wages", "Teen employment fell."), hit("b", "Tariffs", "Prices rose.")]
-    judge.judge("Do minimum wages cut jobs?", hits)
+    before = [replace(h) for h in hits]
+    logits = judge.score("Do minimum wages cut jobs?", hits)
     expected = judge.logits("Do minimum wages cut jobs?", [passage_text(h.chunk.title, h.chunk.text) for h in hits])
-    assert [h.judge_logit for h in hits] == expected and all(h.answer_logit is None for h in hits)
+    assert logits == expected and hits == before
     assert expected[0] != expected[1]
     assert judge.logits("anything", []) == []
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from app.answer_flow import AnswerRun, answer_deltas, finish_answer, generate_answer, start_answer
+from answering.session import AnswerReady, AnswerSession, PassagesFound, TextDelta
 from app.api.deps import ServicesDep
 from app.api.errors import log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out, question_of, rerank_status
@@ -44,41 +44,46 @@ def sse_event(event: str, data: object) -> bytes:
     },
 )
 async def ask(body: AskRequest, services: ServicesDep):
-    run = await start_answer(services, question_of(body))  # 429 now, before retrieval and any byte of a stream
+    session = await services.start_answer(question_of(body))  # 429 now, before retrieval and any byte of a stream
     if body.stream:
         return StreamingResponse(
-            stream_answer(services, run),
+            stream_answer(services, session),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    answer = await generate_answer(services, run)
+    answer = await session.answer()
+    services.metrics.observe_stages(answer.timings_ms)
     return AskResponse(
         query=body.query,
         model=services.answerer.model_name,
-        rerank=rerank_status(services.search.rerank, run.prepared.search.reranked),
-        passages=passages_out(run.prepared.hits),
+        rerank=rerank_status(services.search.rerank, answer.prepared.search.reranked),
+        passages=passages_out(answer.prepared.hits),
         **answer_result(answer).model_dump(),
     )
 
 
-async def stream_answer(services: Services, run: AnswerRun) -> AsyncIterator[bytes]:
-    prepared = run.prepared
-    yield sse_event(
-        "passages",
-        {
-            "query": prepared.query,
-            "model": services.answerer.model_name,
-            "rerank": rerank_status(services.search.rerank, prepared.search.reranked).model_dump(),
-            "passages": [p.model_dump() for p in passages_out(prepared.hits)],
-        },
-    )
+async def stream_answer(services: Services, session: AnswerSession) -> AsyncIterator[bytes]:
+    """The session's events as SSE: passages, delta…, done (or error, the status line being sent already).
+    Closing this response (client gone) closes the events, which cancels decoding."""
+    events = session.events()
     try:
-        # Closing this response (client gone) closes the deltas, which cancels decoding.
-        async for delta in answer_deltas(services, run):
-            yield sse_event("delta", {"text": delta})
-        answer = await finish_answer(services, run)
-        yield sse_event("done", answer_result(answer).model_dump())
-    except Exception as error:  # the status line is sent already: report the failure in-band
+        async for event in events:
+            if isinstance(event, PassagesFound):
+                prepared = event.prepared
+                yield sse_event("passages", {
+                    "query": prepared.query,
+                    "model": services.answerer.model_name,
+                    "rerank": rerank_status(services.search.rerank, prepared.search.reranked).model_dump(),
+                    "passages": [p.model_dump() for p in passages_out(prepared.hits)],
+                })  # fmt: skip
+            elif isinstance(event, TextDelta):
+                yield sse_event("delta", {"text": event.text})
+            elif isinstance(event, AnswerReady):
+                services.metrics.observe_stages(event.answer.timings_ms)
+                yield sse_event("done", answer_result(event.answer).model_dump())
+    except Exception as error:
         log_stream_failure(log, "streamed answer", error)
         message = public_message(error)
         yield sse_event("error", {"code": type(error).__name__, "message": message})
+    finally:
+        await events.aclose()

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from answering.answerer import Answer, GenerationOptions, Question
-from app.answer_flow import AnswerRun, answer_deltas, finish_answer, generate_answer, start_answer
+from answering.session import AnswerReady, AnswerSession, TextDelta
 from app.api.deps import ServicesDep
 from app.api.errors import APIError, log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out
@@ -30,6 +30,7 @@ from app.openai_schemas import (
     ModelList,
 )
 from app.schemas import BODY_RESPONSES, ErrorResponse
+from app.services import Services
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -94,17 +95,18 @@ def usage(answer: Answer) -> CompletionUsage:
     },
 )
 async def chat_completions(body: ChatCompletionRequest, services: ServicesDep):
-    run = await start_answer(services, question_of(body))
+    session = await services.start_answer(question_of(body))
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         return StreamingResponse(
-            stream_chunks(services, run, completion_id, created, include_usage),
+            stream_chunks(services, session, completion_id, created, include_usage),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    answer = await generate_answer(services, run)
+    answer = await session.answer()
+    services.metrics.observe_stages(answer.timings_ms)
     return ChatCompletion(
         id=completion_id, created=created, model=MODEL_ID,
         choices=[Choice(message=AssistantMessage(content=answer.text), finish_reason=finish_reason(answer))],
@@ -120,22 +122,28 @@ def chunk(completion_id: str, created: int, delta: dict, finish: str | None = No
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
 
-async def stream_chunks(services, run: AnswerRun, completion_id: str, created: int,
+async def stream_chunks(services: Services, session: AnswerSession, completion_id: str, created: int,
                         include_usage: bool) -> AsyncIterator[bytes]:  # fmt: skip
     yield chunk(completion_id, created, {"role": "assistant", "content": ""})
+    events = session.events()
     try:
-        async for delta in answer_deltas(services, run):
-            yield chunk(completion_id, created, {"content": delta})
-        answer = await finish_answer(services, run)
-        if not run.prepared.generates:  # declined: the statement is the whole answer
-            yield chunk(completion_id, created, {"content": answer.text})
-        yield chunk(completion_id, created, {}, finish_reason(answer), aer_rag=extra(answer))
-        if include_usage:
-            payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": MODEL_ID,
-                       "choices": [], "usage": usage(answer).model_dump()}  # fmt: skip
-            yield f"data: {json.dumps(payload)}\n\n".encode()
+        async for event in events:
+            if isinstance(event, TextDelta):
+                yield chunk(completion_id, created, {"content": event.text})
+            elif isinstance(event, AnswerReady):
+                answer = event.answer
+                services.metrics.observe_stages(answer.timings_ms)
+                if not answer.prepared.generates:  # declined: the statement is the whole answer
+                    yield chunk(completion_id, created, {"content": answer.text})
+                yield chunk(completion_id, created, {}, finish_reason(answer), aer_rag=extra(answer))
+                if include_usage:
+                    payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                               "model": MODEL_ID, "choices": [], "usage": usage(answer).model_dump()}  # fmt: skip
+                    yield f"data: {json.dumps(payload)}\n\n".encode()
     except Exception as error:  # the status line is sent already: report the failure in-band, as OpenAI does
         log_stream_failure(log, "streamed chat completion", error)
         message = public_message(error)
         yield f"data: {json.dumps({'error': {'message': message, 'type': type(error).__name__}})}\n\n".encode()
+    finally:
+        await events.aclose()
     yield b"data: [DONE]\n\n"
