@@ -43,11 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"aer-rag cannot start: {error}", file=sys.stderr)
         return 2
+    # Reachable beyond loopback (the bind address, or where a container's port is published) with no key: anyone
+    # who can reach it can use it. Refused, before any model is loaded, unless AER_RAG_ALLOW_NO_KEY says it is meant.
+    exposure = exposure_warning(settings)
+    if exposure and not settings.allow_no_key:
+        print(f"aer-rag cannot start: {exposure.removesuffix('.')}, or set AER_RAG_ALLOW_NO_KEY=true if an open API "
+              "is meant.", file=sys.stderr)  # fmt: skip
+        return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in unknown_environment_variables():
         logging.getLogger("app").warning("%s names no setting and is ignored (see the README's Settings)", name)
-    if warning := exposure_warning(settings):
-        logging.getLogger("app").warning(warning)
+    if exposure:  # AER_RAG_ALLOW_NO_KEY=true: served, with the warning
+        logging.getLogger("app").warning("%s (AER_RAG_ALLOW_NO_KEY=true)", exposure)
     # Before any model or pool thread exists: each thread that allocates may otherwise get an arena of its own.
     limit_arenas(settings.memory.malloc_arenas)
     try:

@@ -97,10 +97,10 @@ class GenerationQueueSettings(BaseModel):
     )  # fmt: skip
 
     def scheduler(self) -> SchedulerSettings:
-        # The engine's own line is longer than the queue: admission (app/generation.py) decides first, per answer,
-        # and an answer is up to MAX_PAPERS generations.
+        # The one place the engine's size is set: it holds (slots + queue_size) answers of up to MAX_PAPERS
+        # generations each, and admission (app/generation.py) derives its count of answers from it.
         return SchedulerSettings(self.slots, self.slot_tokens, self.prefill_chunk,
-                                 (self.queue_size + self.slots) * MAX_PAPERS,
+                                 (self.queue_size + self.slots) * MAX_PAPERS - self.slots,
                                  prefill_batch_tokens=self.prefill_batch_tokens)  # fmt: skip
 
 
@@ -154,7 +154,12 @@ class Settings(BaseSettings):
     published_address: str | None = Field(
         None,
         description="Where the port is reachable from, when that is not the bind address (a container publishes "
-        "its 0.0.0.0 on the host's 127.0.0.1): decides the start-up warning about an open API without a key.",
+        "its 0.0.0.0 on the host's 127.0.0.1): decides whether the API is open beyond loopback without a key.",
+    )
+    allow_no_key: bool = Field(
+        False,
+        description="Serve without a key where the API is reachable beyond loopback (published_address, else host): "
+        "by default such a server refuses to start.",
     )
 
     # --- index and devices -------------------------------------------------------------------

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from answering.answerer import MAX_PAPERS
 from answering.ports import GenerationEvent, GenerationOutcome, SamplingParams
 from app.config import GenerationQueueSettings
 from app.metrics import ServiceMetrics
@@ -46,7 +47,14 @@ class GenerationQueue:
 
     def __init__(self, generator: Generator, settings: GenerationQueueSettings, metrics: ServiceMetrics):
         self.generator = generator
+        # The one admission line: answers in flight at most. The engine is sized from the same settings
+        # (GenerationQueueSettings.scheduler()) to hold every admitted answer's generations, so its own limit
+        # (EngineFullError) is a backstop that admission never reaches; an engine too small is a setup error.
         self.capacity = settings.slots + settings.queue_size
+        if generator.scheduler.capacity < self.capacity * MAX_PAPERS:
+            raise ValueError(f"The engine holds {generator.scheduler.capacity} generations, fewer than the "
+                             f"{self.capacity} admitted answers of up to {MAX_PAPERS} findings each need; build it "
+                             "with GenerationQueueSettings.scheduler().")  # fmt: skip
         self.timeout_s = settings.timeout_s
         self.metrics = metrics
         self._in_flight = 0  # touched only on the event loop thread, so no lock

@@ -8,8 +8,9 @@
 # 2. Uses python:3.11-slim when it can be pulled; otherwise makes a Debian bookworm base with debootstrap.
 # 3. Serves the machine's CPU torch wheel (find / -name 'torch-2.13.0+cpu*.whl') on loopback to the build, and
 #    passes the machine's extra CA certificates (a TLS-intercepting proxy in front of PyPI) to pip.
-# 4. `up`s the ingest job on a sample of the corpus, then the API, through docker-compose.yml with the host
-#    network override; waits for healthy; checks /readyz, /v1/search and a streamed /v1/ask; `down -v`.
+# 4. Checks the image refuses to serve beyond loopback without a key (exit 2, one line); `up`s the ingest job on
+#    a sample of the corpus, then the API, through docker-compose.yml with the host network override; waits for
+#    healthy; checks /readyz, /v1/search and a streamed /v1/ask; `down -v`.
 # 5. Runs deploy/smoke_scale.sh (unless SMOKE_SCALE=0): the `scale` profile (PostgreSQL primary and replica, two API replicas, nginx)
 #    with the same app image, its PostgreSQL and nginx images built from a Debian trixie base (debian:trixie-slim
 #    when it can be pulled, else made with debootstrap like the bookworm one).
@@ -105,6 +106,12 @@ export EXTRA_CA_CERT
 # --- 4. build, ingest a sample, serve, check -------------------------------------------------------------
 log "building the image"
 "${COMPOSE[@]}" build ingest
+# Published on every address without AER_RAG_API_KEY: the server refuses to start, before loading anything.
+status=0
+refusal=$(docker run --rm --network none -e AER_RAG_PUBLISHED_ADDRESS=0.0.0.0 aer-rag:latest 2>&1) || status=$?
+[ "$status" = 2 ] && [[ "$refusal" == "aer-rag cannot start: the API is reachable on 0.0.0.0 and needs no key"* ]] \
+    || { log "the image served on 0.0.0.0 without a key (exit $status): $refusal"; exit 1; }
+log "without a key on 0.0.0.0 the image refuses to start: $refusal"
 mkdir -p "$WORK/corpus"
 python3 - "$CORPUS" "$WORK/corpus/aer_abstracts.csv" "$SAMPLE_ROWS" <<'PY'
 import csv, sys

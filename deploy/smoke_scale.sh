@@ -11,6 +11,10 @@
 #   - /readyz on each API replica directly; requests through the proxy reach both (its X-Upstream header);
 #     /v1/search through the proxy has results; a streamed /v1/ask comes through the proxy as SSE;
 #     the proxy refuses a body over the app's limit (413) and a header over its limit, without a replica;
+#   - the replicas trust X-Forwarded-For from the proxy alone: a client of api-1 that sends one of its own per
+#     request still runs out of its rate limit, and the requests the proxy then sends api-1 for that client
+#     (same address, forwarded) are limited too;
+#   - the PostgreSQL password is the random one the primary wrote into the pg-secret volume (no file holds one);
 #   - with api-2 stopped, the proxy answers every request from api-1 (passive health, retry on refusal);
 #   - the APIs read from the replica, not the primary;
 #   - an ingest of SMOKE_ADDED_ROWS more rows (`run ingest-pg` again) becomes visible on both replicas, without a
@@ -54,6 +58,34 @@ sql() {  # service port query: one psql query in that container, as postgres ove
     docker exec "$("${COMPOSE[@]}" ps -q "$1")" psql -X -A -t -q -v ON_ERROR_STOP=1 -U postgres -d aer -p "$2" -c "$3"
 }
 
+forwarded_trust() {  # X-Forwarded-For counts from the proxy (127.0.0.2, NGINX_PROXY_BIND), not from anyone else
+    python3 - "$AER_RAG_PROXY_PORT" "$AER_RAG_API_1_PORT" "$OLD_DOC" <<'PY'
+import sys, urllib.error, urllib.request
+proxy, api_1, doc = sys.argv[1:]
+
+def status(port, forwarded=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/documents/{doc}",
+                                     headers={"X-Forwarded-For": forwarded} if forwarded else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get("X-Upstream")
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("X-Upstream")
+
+# Straight to api-1 from 127.0.0.1, a new made-up address in each request: were the header trusted, each would be
+# a client of its own with a full bucket (30 at once); it is not, so 127.0.0.1's bucket runs out.
+direct = [status(api_1, f"203.0.113.{n}")[0] for n in range(40)]
+assert set(direct) <= {200, 429} and direct.count(429) >= 5, direct
+# Through the proxy, this same client's requests reach api-1 as 127.0.0.1 (the proxy's X-Forwarded-For, trusted
+# from 127.0.0.2): limited with that empty bucket. Had api-1 not trusted the proxy, they would all be 200.
+through = [status(proxy, "198.51.100.7") for _ in range(8)]
+on_api_1 = [code for code, upstream in through if upstream.rsplit(":", 1)[1] == api_1]
+assert on_api_1 and 429 in on_api_1, through
+print(f"[smoke-scale] X-Forwarded-For: ignored from a client of api-1 ({direct.count(429)} of 40 spoofed requests "
+      f"limited), trusted from the proxy ({on_api_1.count(429)} of {len(on_api_1)} forwarded to api-1 limited)")
+PY
+}
+
 failover() {  # with api-2 stopped, every request through the proxy is still answered, by api-1
     log "stopping api-2: the proxy must answer everything from api-1"
     quietly "${COMPOSE[@]}" stop api-2
@@ -88,8 +120,7 @@ PY
 export AER_RAG_PG_PORT AER_RAG_PG_REPLICA_PORT AER_RAG_API_1_PORT AER_RAG_API_2_PORT AER_RAG_PROXY_PORT
 AER_RAG_PG_PORT=$(free_port); AER_RAG_PG_REPLICA_PORT=$(free_port)
 AER_RAG_API_1_PORT=$(free_port); AER_RAG_API_2_PORT=$(free_port); AER_RAG_PROXY_PORT=$(free_port)
-AER_RAG_PG_PASSWORD=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-export AER_RAG_PG_PASSWORD AER_CORPUS_DIR="$WORK/corpus"
+export AER_CORPUS_DIR="$WORK/corpus"  # (no PostgreSQL password to choose: the primary makes one)
 mkdir -p "$WORK/corpus"
 sample "$SAMPLE_ROWS"
 
@@ -130,8 +161,11 @@ replication=$(sql postgres "$AER_RAG_PG_PORT" "SELECT application_name || '|' ||
     || { log "the replica is not in recovery"; exit 1; }
 [ "$(sql postgres-replica "$AER_RAG_PG_REPLICA_PORT" "SELECT count(*) FROM pg_extension WHERE extname = 'vector'")" = 1 ] \
     || { log "no pgvector in the replica's database"; exit 1; }
-# A write on the primary is read on the replica (the API's TCP role and password, over the host's loopback).
-PGPASSWORD=$AER_RAG_PG_PASSWORD docker exec -e PGPASSWORD "$("${COMPOSE[@]}" ps -q postgres)" psql -X -q -v ON_ERROR_STOP=1 \
+# The password: the one the primary wrote into the pg-secret volume, 64 hex digits (none in the compose files).
+PG_PASSWORD=$(docker exec "$("${COMPOSE[@]}" ps -q postgres)" cat /run/aer-rag-secret/pg-password)
+[[ "$PG_PASSWORD" =~ ^[0-9a-f]{64}$ ]] || { log "the generated PostgreSQL password is not 64 hex digits"; exit 1; }
+# A write on the primary is read on the replica (the API's TCP role and that password, over the host's loopback).
+PGPASSWORD=$PG_PASSWORD docker exec -e PGPASSWORD "$("${COMPOSE[@]}" ps -q postgres)" psql -X -q -v ON_ERROR_STOP=1 \
     -h 127.0.0.1 -p "$AER_RAG_PG_PORT" -U aer -d aer \
     -c "CREATE TABLE smoke_replication (v vector(3)); INSERT INTO smoke_replication VALUES ('[1,2,3]')"
 for _ in $(seq 20); do
@@ -226,5 +260,6 @@ assert not waiting, f"{new_doc} not found on 127.0.0.1:{sorted(waiting)} {within
 print(f"[smoke-scale] the added rows' {new_doc} found on both replicas {time.monotonic() - start:.0f} s after the ingest")
 PY
 [ "$(started)" = "$before" ] || { log "an API replica restarted during the re-ingest"; exit 1; }
+forwarded_trust
 failover
 log "passed"

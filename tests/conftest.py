@@ -35,7 +35,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 from transformers import AutoTokenizer, BertConfig
 
-from app.config import Settings
+from app.config import GenerationQueueSettings, Settings
 from app.main import create_app
 from app.metrics import ServiceMetrics
 from app.server import build_config
@@ -156,7 +156,9 @@ def tiny_generator(smollm_tokenizer: Tokenizer) -> Generator:
     torch.manual_seed(0)
     config = ModelConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_layers=2,
                          num_heads=4, num_kv_heads=2, max_seq_len=4096)  # fmt: skip
-    return Generator(Transformer(config).eval(), tokenizer, model_name="tiny-random")
+    # Sized as the service sizes its engine (the default admission's answers, up to MAX_PAPERS findings each).
+    return Generator(Transformer(config).eval(), tokenizer, model_name="tiny-random",
+                     scheduler=GenerationQueueSettings().scheduler())
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,10 @@ files are validated here against the Compose specification's JSON schema (inside
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -149,15 +152,26 @@ def host() -> dict:
     return yaml.safe_load((ROOT / "deploy" / "docker-compose.host.yml").read_text())["services"]
 
 
+SECRET = "/run/aer-rag-secret/pg-password"  # the pg-secret volume's file: the password the primary makes
+WITH_SECRET = f"set -e; PGPASSWORD=$$(cat {SECRET}); export PGPASSWORD; exec "
+
+
 def _dsn(value: str) -> tuple[str, str]:
-    """The host and port of a compose DSN: postgresql://user:password@host:port/db, port an ${…} expression."""
-    password, port = r"\$\{AER_RAG_PG_PASSWORD:-[^}]*\}", r"\$\{[A-Z_0-9]+:-\d+\}"
-    match = re.fullmatch(rf"postgresql://aer:{password}@([\w.-]+):({port})/aer", value)
+    """The host and port of a compose DSN: postgresql://user@host:port/db (no password: libpq's PGPASSWORD, from
+    the secret), port an ${…} expression."""
+    match = re.fullmatch(r"postgresql://aer@([\w.-]+):(\$\{[A-Z_0-9]+:-\d+\})/aer", value)
     assert match, value
     return match[1], match[2]
 
 
+def _with_secret(command: list[str]) -> list[str]:
+    """The command a `sh -c` runs once PGPASSWORD holds the secret (compose's $$ is a literal $)."""
+    assert command[:2] == ["sh", "-c"] and command[2].startswith(WITH_SECRET), command
+    return shlex.split(command[2].removeprefix(WITH_SECRET))
+
+
 def _ingest_dsn(command: list[str]) -> str:
+    command = _with_secret(command)
     assert command[:3] == ["python", "-m", "indexing"] and command[command.index("--backend") + 1] == "postgres"
     return command[command.index("--dsn") + 1]
 
@@ -180,13 +194,14 @@ def test_the_replicas_read_the_replica_and_the_ingest_writes_the_primary(compose
     replica = services["postgres-replica"]["environment"]
     assert replica["POSTGRES_ROLE"] == "replica"
     assert (replica["POSTGRES_PRIMARY_HOST"], replica["POSTGRES_PRIMARY_PORT"]) == ("postgres", primary_port)
-    assert replica["POSTGRES_PASSWORD"] == services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert replica["POSTGRES_PASSWORD_FILE"] == services["postgres"]["environment"]["POSTGRES_PASSWORD_FILE"] == SECRET
     assert services["postgres-replica"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert _dsn(_ingest_dsn(services["ingest-pg"]["command"])) == ("postgres", primary_port)
     assert _dsn(_ingest_dsn(host["ingest-pg"]["command"])) == ("127.0.0.1", primary_port)
     for name in ("api-1", "api-2"):
         environment = services[name]["environment"]
         assert environment["AER_RAG_BACKEND__KIND"] == "postgres"
+        assert _with_secret(services[name]["command"]) == ["python", "-m", "app"]
         assert _dsn(environment["AER_RAG_BACKEND__DSN"]) == ("postgres-replica", replica_port)
         assert _dsn(host[name]["environment"]["AER_RAG_BACKEND__DSN"]) == ("127.0.0.1", replica_port)
         assert services[name]["depends_on"]["ingest-pg"]["condition"] == "service_completed_successfully"
@@ -304,3 +319,102 @@ def test_the_scale_smoke_runs_the_profile_and_checks_replication_balancing_and_a
     checks = ["pg_stat_replication", "pg_is_in_recovery", "X-Upstream", "/readyz", "/v1/search", "/v1/ask"]
     for check in [*checks, "run --rm --no-deps ingest-pg", "/v1/documents/"]:
         assert check in script, check
+
+
+# --- issue 37: no open API by default, no default password, forwarding headers from the proxy only ---------------
+
+DEFAULT = re.compile(r"\$\{(\w+):-([^}]*)\}")
+
+
+def _defaults(value: str) -> str:
+    """A compose value with every ${VAR:-default} replaced by its default (what a plain `up` gets)."""
+    return DEFAULT.sub(lambda match: match[2], value)
+
+
+def _yaml(name: str) -> dict:
+    return yaml.safe_load((ROOT / name).read_text())
+
+
+def test_no_file_holds_a_default_postgresql_password(compose: dict, host: dict) -> None:
+    # Nowhere a password with a default (the old ${AER_RAG_PG_PASSWORD:-aer-rag}), nor one written out.
+    files = [
+        *COMPOSE_FILES,
+        "README.md",
+        *(str(path.relative_to(ROOT)) for path in (ROOT / "deploy").rglob("*") if path.is_file()),
+    ]
+    for name in files:
+        text = (ROOT / name).read_text()
+        assert "AER_RAG_PG_PASSWORD" not in text and "aer-rag}" not in text, name
+        assert not re.search(r"postgresql://aer:(?!…)", text), name  # a DSN's password: only an elided one in docs
+    # The primary makes a random password into the pg-secret volume at its first start; the replica, the ingest and
+    # the API replicas read it from there, read-only.
+    services = compose["services"]
+    assert "pg-secret" in compose["volumes"]
+    for name in ("postgres", "postgres-replica"):
+        environment = services[name]["environment"]
+        assert "POSTGRES_PASSWORD" not in environment and environment["POSTGRES_PASSWORD_FILE"] == SECRET
+    assert "pg-secret:/run/aer-rag-secret" in services["postgres"]["volumes"]
+    for name in ("postgres-replica", "ingest-pg", "api-1", "api-2"):
+        assert "pg-secret:/run/aer-rag-secret:ro" in services[name]["volumes"], name
+    for command in (services["ingest-pg"]["command"], host["ingest-pg"]["command"],
+                    services["api-1"]["command"], services["api-2"]["command"]):  # fmt: skip
+        _with_secret(command)
+    entrypoint = (ROOT / "deploy" / "postgres" / "entrypoint.sh").read_text()
+    assert "POSTGRES_PASSWORD_FILE" in entrypoint and "/dev/urandom" in entrypoint
+    assert (
+        "install -d -o postgres -g postgres -m 0755 /run/aer-rag-secret"
+        in (ROOT / "deploy" / "postgres" / "Dockerfile").read_text()
+    )
+
+
+def test_the_replicas_trust_forwarding_headers_from_the_proxy_only(compose: dict, host: dict) -> None:
+    override = _yaml("docker-compose.override.yml")
+    # On the compose network (docker-compose.yml with docker-compose.override.yml): the proxy has a fixed address
+    # on a network of its own with the replicas, which are on no other network (the proxy reaches them from there).
+    network = ipaddress.ip_network(_defaults(override["networks"]["aer-proxy"]["ipam"]["config"][0]["subnet"]))
+    proxy_address = _defaults(override["services"]["proxy"]["networks"]["aer-proxy"]["ipv4_address"])
+    assert ipaddress.ip_address(proxy_address) in network and "default" in override["services"]["proxy"]["networks"]
+    for name in ("api-1", "api-2"):
+        environment = compose["services"][name]["environment"]
+        assert _defaults(environment["FORWARDED_ALLOW_IPS"]) == proxy_address  # not "*"
+        assert json.loads(_defaults(environment["AER_RAG_CONNECTIONS__UNLIMITED_CLIENTS"])) == [proxy_address]
+        assert environment["FORWARDED_ALLOW_IPS"] in environment["AER_RAG_CONNECTIONS__UNLIMITED_CLIENTS"]  # one var
+        assert override["services"][name]["networks"] == ["aer-proxy"]
+    assert "aer-proxy" in override["services"]["postgres-replica"]["networks"]  # what the replicas read
+    # On the host's network: nginx connects to the replicas from 127.0.0.2 and they trust that address alone
+    # (anyone on the host reaches 127.0.0.1:8101 from 127.0.0.1).
+    assert host["proxy"]["environment"]["NGINX_PROXY_BIND"] == "127.0.0.2"
+    for name in ("api-1", "api-2"):
+        environment = host[name]["environment"]
+        assert environment["FORWARDED_ALLOW_IPS"] == "127.0.0.2"
+        assert json.loads(environment["AER_RAG_CONNECTIONS__UNLIMITED_CLIENTS"]) == ["127.0.0.2"]
+    # The proxy's bind address reaches nginx's configuration (proxy_bind) and nowhere else trusts anyone.
+    entrypoint = (ROOT / "deploy" / "nginx" / "entrypoint.sh").read_text()
+    assert 'echo "proxy_bind $proxy_bind;"' in entrypoint and "include /tmp/nginx/bind.conf;" in NGINX_CONF.read_text()
+    assert compose["services"]["proxy"]["environment"]["NGINX_PROXY_BIND"] == ""
+    trusted = [service["environment"]["FORWARDED_ALLOW_IPS"] for name in COMPOSE_FILES
+               for service in _yaml(name)["services"].values()
+               if "FORWARDED_ALLOW_IPS" in service.get("environment", {})]  # fmt: skip
+    assert len(trusted) == 4 and not {"*", "127.0.0.1"} & {_defaults(value) for value in trusted}, trusted
+
+
+def test_the_api_refuses_an_open_port_without_a_key_and_compose_says_where_it_is_published(compose: dict) -> None:
+    # Every API service passes the opt-out through, off unless the user sets it.
+    for name in ("api", "api-gpu", "api-1", "api-2"):
+        assert compose["services"][name]["environment"]["AER_RAG_ALLOW_NO_KEY"] == "${AER_RAG_ALLOW_NO_KEY:-false}"
+        assert "AER_RAG_PUBLISHED_ADDRESS" not in compose["services"][name]["environment"]  # said where published
+    # The published address is the address the port is published on (the default `up`: loopback, so it starts;
+    # AER_RAG_PUBLISH_ADDRESS=0.0.0.0 without a key: it refuses).
+    override = _yaml("docker-compose.override.yml")["services"]
+    for name in ("api", "api-gpu", "api-1", "api-2"):
+        published = override[name]["environment"]["AER_RAG_PUBLISHED_ADDRESS"]
+        assert published == "${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}" and _defaults(published) == "127.0.0.1"
+    assert all(port.startswith("${AER_RAG_PUBLISH_ADDRESS:-127.0.0.1}:")
+               for name in ("api", "api-gpu", "proxy") for port in override[name]["ports"])  # fmt: skip
+    host = _yaml("deploy/docker-compose.host.yml")["services"]
+    assert host["api"]["environment"]["AER_RAG_PUBLISHED_ADDRESS"] == "127.0.0.1"
+    assert host["api-1"]["environment"]["AER_RAG_HOST"] == host["api-1"]["environment"]["AER_RAG_PUBLISHED_ADDRESS"]
+    from app.config import Settings
+
+    assert Settings.model_fields["allow_no_key"].default is False
+    assert "`AER_RAG_ALLOW_NO_KEY`" in (ROOT / "docs" / "settings.md").read_text()

@@ -10,6 +10,9 @@
 #   POSTGRES_USER, POSTGRES_DB     the service's role and its database, which gets CREATE EXTENSION vector  [aer]
 #   POSTGRES_PASSWORD              that role's password; with one, TCP clients need scram-sha-256, without one
 #                                  they are trusted (a warning says so)
+#   POSTGRES_PASSWORD_FILE         (without POSTGRES_PASSWORD) a file holding it; a primary whose file is missing
+#                                  writes a random one there first (compose: the pg-secret volume, read by the
+#                                  replica, the ingest and the API replicas)
 #   POSTGRES_REPLICATION_USER      the role replicas stream as                        [replicator]
 #   POSTGRES_REPLICATION_PASSWORD  its password                                       [POSTGRES_PASSWORD]
 #   POSTGRES_PRIMARY_HOST, POSTGRES_PRIMARY_PORT   (replica) where the primary is      [postgres, 5432]
@@ -24,11 +27,23 @@ HBA_ADDRESS=${POSTGRES_HBA_ADDRESS:-samenet}
 DB_USER=${POSTGRES_USER:-aer}
 DB_NAME=${POSTGRES_DB:-aer}
 PASSWORD=${POSTGRES_PASSWORD:-}
+PASSWORD_FILE=${POSTGRES_PASSWORD_FILE:-}
 REPL_USER=${POSTGRES_REPLICATION_USER:-replicator}
-REPL_PASSWORD=${POSTGRES_REPLICATION_PASSWORD:-$PASSWORD}
 : "${PGDATA:?PGDATA must name the data directory}"
 
 log() { printf 'aer-rag-postgres (%s): %s\n' "$ROLE" "$*" >&2; }
+
+if [ -z "$PASSWORD" ] && [ -n "$PASSWORD_FILE" ]; then
+    if [ ! -s "$PASSWORD_FILE" ] && [ "$ROLE" = primary ]; then
+        # 32 random bytes as hex: nothing to URL-encode. Readable by the other containers' users (0644), which
+        # mount the volume read-only; written whole before anyone reads it.
+        (umask 022 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$PASSWORD_FILE.tmp" && mv "$PASSWORD_FILE.tmp" "$PASSWORD_FILE")
+        log "wrote a random password to $PASSWORD_FILE"
+    fi
+    [ -s "$PASSWORD_FILE" ] || { log "no password in $PASSWORD_FILE (the primary writes it at its first start)"; exit 2; }
+    PASSWORD=$(cat "$PASSWORD_FILE")
+fi
+REPL_PASSWORD=${POSTGRES_REPLICATION_PASSWORD:-$PASSWORD}
 
 if [ -n "$PASSWORD" ]; then
     AUTH=scram-sha-256
