@@ -216,12 +216,23 @@ def select_answering(probabilities: Sequence[float], doc_ids: Sequence[str], ans
     return sorted(kept)
 
 
+@dataclass(frozen=True)
+class SentenceBars:
+    """The sentence judge's bars on the decision (answering/evidence.py; None: that rule off): an answering paper
+    needs a sentence with P >= sentence_from; a hedged question is answered when its closest paper has one with
+    P >= rescue_from, else declined."""
+
+    sentence_from: float | None = None
+    rescue_from: float | None = None
+    calibrated_for: str = ""  # the sentence judge they were chosen for
+
+
 class AnswerabilityModel:
     """Entry point: `assess(question, passages, dense_scores, pool, max_papers)` -> AnswerabilityVerdict."""
 
     def __init__(self, reranked: LogisticModel, dense_only: LogisticModel, decline_below: float, answer_from: float,
-                 also_from: float | None = None, source: str = "", judge_gate: JudgeGate | None = None
-                 ) -> None:  # fmt: skip
+                 also_from: float | None = None, source: str = "", judge_gate: JudgeGate | None = None,
+                 sentence_bars: SentenceBars | None = None) -> None:  # fmt: skip
         """also_from None: the same bar as answer_from; judge_gate: the passage judge decides whether the question
         is answered (used when `assess` is given the judge's logits)."""
         also_from = answer_from if also_from is None else also_from
@@ -235,6 +246,7 @@ class AnswerabilityModel:
         self.also_from = also_from
         self.source = source
         self.judge_gate = judge_gate
+        self.sentence_bars = sentence_bars or SentenceBars()
 
     @classmethod
     def load(cls, path: Path, decline_below: float | None = None, answer_from: float | None = None,
@@ -248,6 +260,9 @@ class AnswerabilityModel:
             judge_gate = None if gate is None else JudgeGate(
                 float(gate["judge_from"] if judge_from is None else judge_from), float(gate["also_from"]),
                 float(gate.get("also_within", 1.0)), str(gate.get("judge", "")))
+            bars = thresholds.get("sentence") or {}
+            sentence_bars = SentenceBars(bars.get("sentence_from"), bars.get("rescue_from"),
+                                         str(bars.get("sentence_judge", "")))  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"Cannot read the answerability model {path}: {error}") from None
         return cls(
@@ -255,7 +270,7 @@ class AnswerabilityModel:
             thresholds["decline_below"] if decline_below is None else decline_below,
             thresholds["answer_from"] if answer_from is None else answer_from,
             thresholds.get("also_from") if also_from is None else also_from,
-            data.get("reranker", ""), judge_gate,
+            data.get("reranker", ""), judge_gate, sentence_bars,
         )  # fmt: skip
 
     @classmethod

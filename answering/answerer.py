@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage
+from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage, SentenceBars
 from answering.citations import SupportChecker, SupportReport, is_refusal
-from answering.compose import AnswerComposer, compose_opening, lead_sentence
+from answering.compose import AnswerComposer, Finisher, compose_opening, lead_sentence
+from answering.conversation import Turn
+from answering.evidence import PaperSentences, SentenceEvidence, sharpened
+from answering.faithful import attribution, finished_finding
 from answering.focus import SentenceFocus
-from answering.ports import GenerationOutcome, PassageScorer, SamplingParams, Search
+from answering.ports import Catalog, GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
+from answering.resolve import ResolvedRequest, resolve_question
 from corpus.filters import SearchFilters
 from retrieval.timing import StageTimer
 from retrieval.types import RetrievedChunk, SearchOutcome
@@ -67,6 +72,7 @@ class Question:
     filters: SearchFilters | None = None
     coverage_check: bool | None = None
     generation: GenerationOptions = field(default_factory=GenerationOptions)
+    history: tuple[Turn, ...] = ()  # the earlier turns, oldest first: a follow-up is resolved against them
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class FindingPrompt:
     prompt: BuiltPrompt
     probability: float | None  # the decision's P(this passage answers); None when no decision was made
     fallback: str | None = None  # the finding if the generator declines a passage the decision chose
+    finisher: Finisher | None = None  # the complete finding -> the one shown (faithful to its abstract)
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ class PreparedAnswer:
     notes: tuple[str, ...] = ()
     opening: str = ""  # the answer's first sentence: how many papers answer, or a partial answer's caveat
     dropped_passages: int = 0  # answering passages left out: with their answer, they do not fit the context
+    resolved: ResolvedRequest | None = None  # how the question was read (follow-up, time window, filters)
 
     @property
     def hits(self) -> list[RetrievedChunk]:
@@ -112,7 +120,8 @@ class PreparedAnswer:
     def composer(self) -> AnswerComposer:
         """Assembles the findings, in this answer's order, as they are generated."""
         return AnswerComposer(self.opening, [finding.passage for finding in self.findings],
-                              [finding.fallback for finding in self.findings])  # fmt: skip
+                              [finding.fallback for finding in self.findings],
+                              [finding.finisher for finding in self.findings])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,8 @@ def to_passages(hits: list[RetrievedChunk]) -> tuple[Passage, ...]:
 class Answerer:
     """Entry points: `prepare(question)` (retrieve, decide, build the prompt), then `finish(prepared, outcome)`."""
 
+    catalog: Catalog | None = None  # the index's papers for the resolve stage (None: no time windows, no titles)
+
     def __init__(
         self,
         settings: AnsweringSettings,
@@ -191,11 +202,14 @@ class Answerer:
         model_name: str,
         check_by_default: bool = True,
         judge: PassageScorer | None = None,
+        sentences: SentenceEvidence | None = None,
+        sentence_bars: SentenceBars | None = None,
     ):
         """answerability None: the generator decides (no decision before generating); check_by_default: whether
         a question that does not say (Question.coverage_check None) gets the decision; focus None: passages go
         into the prompt whole; judge: read by a decision with a judge gate (without it, that decision gates on its
-        own model)."""
+        own model); sentences: the sentence judge's evidence (each paper's answering sentences first in its prompt,
+        its best one the fallback, and the decision's sentence bars), None: the cosine focus."""
         self.settings = settings
         self.search = search
         self.prompts = prompts
@@ -205,6 +219,8 @@ class Answerer:
         self.model_name = model_name
         self.check_by_default = check_by_default
         self.judge = judge
+        self.sentences = sentences
+        self.sentence_bars = sentence_bars or SentenceBars()
 
     def sampling_params(self, options: GenerationOptions) -> SamplingParams:
         return SamplingParams(
@@ -220,9 +236,14 @@ class Answerer:
     def prepare(self, question: Question) -> PreparedAnswer:
         """Retrieve and decide; blocking (embedding, reranking), so async callers run it in a thread."""
         timer = StageTimer()
+        catalog = self.catalog
+        resolved = resolve_question(question.query, question.history, question.filters,
+                                    catalog.stats() if catalog else None, catalog.paper if catalog else None)
+        question = replace(question, query=resolved.judge_query, filters=resolved.filters)
         max_papers = question.top_k or self.settings.top_k
         evidence_k = max(self.settings.evidence_k, max_papers)
-        outcome = self.search.run(question.query, evidence_k, question.mode, question.filters, question.rerank)
+        outcome = self.search.run(resolved.retrieval_query, evidence_k, question.mode, question.filters,
+                                  question.rerank, resolved.referred)  # fmt: skip
         hits = outcome.hits
         params = self.sampling_params(question.generation)
         passages = to_passages(hits)
@@ -230,16 +251,18 @@ class Answerer:
         def prepared(findings: tuple[FindingPrompt, ...], verdict: AnswerabilityVerdict | None, notes: tuple[str, ...],
                      opening: str = "", dropped_passages: int = 0) -> PreparedAnswer:  # fmt: skip
             timings_ms = {**outcome.timings_ms, **timer.timings_ms}
-            return PreparedAnswer(question.query, outcome, passages, findings, params, verdict, timings_ms, notes,
-                                  opening, dropped_passages)  # fmt: skip
+            return PreparedAnswer(resolved.question, outcome, passages, findings, params, verdict, timings_ms,
+                                  (*resolved.notes, *notes), opening, dropped_passages, resolved)  # fmt: skip
 
         if not hits:
-            return prepared(findings=(), verdict=None, notes=("No passage matched the question and filters.",))
+            return prepared(findings=(), verdict=None,
+                            notes=(resolved.decline or "No passage matched the question and filters.",))
 
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         verdict: AnswerabilityVerdict | None = None
         notes: list[str] = []
         probabilities: dict[int, float] = {}
+        weighed: dict[int, PaperSentences] = {}  # the sentence judge's evidence, per passage position
         if self.answerability is not None and wanted:
             judge_logits = None
             if self.judge is not None and self.answerability.reads_judge:
@@ -249,6 +272,10 @@ class Answerer:
                 dense = self.search.dense_similarities(outcome.query, hits)
                 verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers,
                                                     judge_logits)  # fmt: skip
+            if self.sentences is not None and verdict.answers:
+                with timer.stage("sentences"):
+                    weighed = self.sentences.weigh(question.query, hits, verdict.answering)
+                verdict = sharpened(verdict, weighed, self.sentence_bars)
             if not verdict.answers:
                 notes.append("The indexed abstracts do not appear to cover this question "
                              f"({verdict.reason}); the closest passages are listed instead of an answer.")  # fmt: skip
@@ -261,10 +288,16 @@ class Answerer:
                 notes.append(f"The answer comes from the closest paper ({verdict.reason}).")
         else:
             chosen = first_per_paper(hits, max_papers)
+            if self.sentences is not None:
+                with timer.stage("sentences"):
+                    weighed = self.sentences.weigh(question.query, hits, chosen)
 
-        # Each finding's prompt shows its passage alone, as [1].
+        # Each finding's prompt shows its passage alone, as [1], its answering sentences first.
         alone = [replace(passages[position], number=1) for position in chosen]
-        if self.focus is not None:
+        if self.sentences is not None:
+            alone = [self.sentences.focused(passage, weighed[position]) for position, passage in zip(chosen, alone,
+                                                                                                     strict=True)]
+        elif self.focus is not None:
             with timer.stage("focus"):
                 alone = self.focus.apply(question.query, alone)
         findings: list[FindingPrompt] = []
@@ -273,7 +306,9 @@ class Answerer:
                 prompt = self.prompts.build(question.query, [passage], params.max_new_tokens)
                 if prompt.passages:  # a passage too long for the context is left out
                     fallback = lead_sentence(passage.text) if verdict is not None else None
-                    findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position), fallback))
+                    finisher = faithful_finisher(hits[position], passage, weighed.get(position))
+                    findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position), fallback,
+                                                  finisher))  # fmt: skip
         dropped = len(chosen) - len(findings)
         if dropped:
             notes.append(f"{dropped} answering passage(s) were left out of the prompts: with an answer, they do "
@@ -326,6 +361,16 @@ class Answerer:
             supported=best is not None, supporting_sentence=best.supporting_sentence if best else None,
             similarity=round(max(similarities), 4) if similarities else None,
         )  # fmt: skip
+
+
+def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSentences | None) -> Finisher:
+    """How one paper's generated finding is shown: checked against its whole abstract, opened by who found it,
+    and replaced by the paper's best answering sentence (else its focused passage's first) when it is not
+    faithful or declines."""
+    document = hit.document
+    best = sentences.best if sentences is not None else lead_sentence(focused.text)
+    return partial(finished_finding, abstract=document.abstract, title=document.title,
+                   who=attribution(document.authors, document.year), fallback=best)
 
 
 def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:

@@ -20,7 +20,7 @@ replaced by the fallback, so no decline is ever shown in the middle of an answer
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from answering.citations import CITATION_MARKER
@@ -54,14 +54,24 @@ def lead_sentence(text: str) -> str:
     return third_person(text[spans[0][0] : spans[0][1]].strip() if spans else text.strip())
 
 
+# A complete finding (markers and all) -> the finding shown, checked against its abstract (answering/faithful.py).
+Finisher = Callable[[str], str]
+
+
 @dataclass
 class FindingStream:
     """One paper's finding as it is generated: its markers renumbered to the paper's passage number, cut after
-    `max_sentences` sentences (then `complete` is set and its generation can stop)."""
+    `max_sentences` sentences (then `complete` is set and its generation can stop).
+
+    With a `finisher` the finding is shown only once it is complete, as the finisher returns it (checked against
+    its abstract, its fallback where it is not faithful, opened by who found it): nothing unchecked is ever shown.
+    """
 
     passage: int
     max_sentences: int = FINDING_SENTENCES
     fallback: str | None = None  # what stands in for a finding that declines (None: a decline stays)
+    finisher: Finisher | None = None
+    _shown: str | None = None  # the finisher's text, once made
     raw: str = ""
     emitted: int = 0  # characters of `text` already handed out
     complete: bool = False
@@ -85,15 +95,30 @@ class FindingStream:
         """The finding so far, renumbered and cut to its sentences; a half-written marker is held back until the
         generation ends. Only ever grows (what was shown stays): the cut drops only the first characters of the
         sentence after the last one kept, which were never shown (a sentence ends before the next one begins)."""
+        if self.finisher is not None:
+            if not (self.complete or self.finished):
+                return ""
+            if self._shown is None:
+                shown = self.finisher("" if self.declined else self._sentences()).rstrip()
+                # its marker inside the sentence, before the closing punctuation: "… fell [2]."
+                end = len(shown) - len(shown.rstrip(".!?"))
+                self._shown = f"{shown[: len(shown) - end]} [{self.passage}]{shown[len(shown) - end:]}" if shown else ""
+            return self._shown
         if self.declined:
             return self._cited(self.fallback or "")
         if self.fallback is not None and not (self.complete or self.finished) and len(self.raw.split()) <= HOLD_WORDS:
             return ""  # it may still decline
+        if self.complete:
+            return self._cited(self._sentences())
+        text = _OPEN_MARKER.sub("", self._renumbered())
+        return self._cited(text) if self.finished else text
+
+    def _sentences(self) -> str:
+        """The finding's text cut after its sentences (all of it while it is not complete)."""
         text = self._renumbered()
         if self.complete:
-            return self._cited(text[: split_sentences(text)[self.max_sentences - 1][1]])
-        text = _OPEN_MARKER.sub("", text)
-        return self._cited(text) if self.finished else text
+            return text[: split_sentences(text)[self.max_sentences - 1][1]]
+        return _OPEN_MARKER.sub("", text)
 
     def _cited(self, text: str) -> str:
         """A finding the model left uncited is still its passage's: its number is appended (the support check
@@ -112,6 +137,7 @@ class AnswerComposer:
     opening: str
     passages: Sequence[int]  # passage numbers of the findings, most relevant first
     fallbacks: Sequence[str | None] = ()  # per finding, what stands in for it if it declines (empty: none)
+    finishers: Sequence[Finisher | None] = ()  # per finding, its check (empty: none; see FindingStream)
     findings: list[FindingStream] = field(init=False)
     parts: list[str] = field(default_factory=list)
     _current: int = 0
@@ -119,10 +145,12 @@ class AnswerComposer:
 
     def __post_init__(self) -> None:
         fallbacks = list(self.fallbacks) or [None] * len(self.passages)
-        if len(fallbacks) != len(self.passages):
-            raise ValueError(f"{len(fallbacks)} fallbacks for {len(self.passages)} findings.")
-        self.findings = [FindingStream(number, fallback=fallback)
-                         for number, fallback in zip(self.passages, fallbacks, strict=True)]  # fmt: skip
+        finishers = list(self.finishers) or [None] * len(self.passages)
+        if not len(fallbacks) == len(finishers) == len(self.passages):
+            raise ValueError(f"{len(fallbacks)} fallbacks and {len(finishers)} finishers for {len(self.passages)} "
+                             "findings.")  # fmt: skip
+        self.findings = [FindingStream(number, fallback=fallback, finisher=finisher)
+                         for number, fallback, finisher in zip(self.passages, fallbacks, finishers, strict=True)]
 
     def start(self) -> str:
         """The opening line (sent before any finding is generated)."""

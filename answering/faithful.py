@@ -23,6 +23,9 @@ _NOT_NAMES = frozenset(("I", "The", "A", "An", "In", "This", "These", "We", "Our
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
 # What a finding may not end on: a sentence ends on its punctuation (a closing bracket or quote may follow).
 _COMPLETE_ENDING = re.compile(r"[.!?][\"'”’)\]]*$")
+MIN_FINDING_WORDS = 5  # fewer: the generation stopped before it said anything
+# The service's own decline, in the words the fine-tuned generator uses for it.
+_DECLINE = re.compile(r"\bindexed abstracts?\b|\bdo not (?:answer|address) this question\b")
 # Reporting verbs that take an -s after a single author ("Smith (2001) finds").
 _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provide", "develop", "study", "use",
                          "examine", "test", "present", "propose", "demonstrate", "conclude", "establish", "explain",
@@ -65,8 +68,34 @@ def is_complete(finding: str) -> bool:
     return bool(_COMPLETE_ENDING.search(_CITATION.sub("", finding).rstrip()))
 
 
+def subject_kept(finding: str, abstract: str) -> bool:
+    """False when a generic subject ("The authors design …") takes an action the abstract gives to someone else
+    ("the regulator designs …"): the authors may find, show or estimate, or do what the abstract says "we" do."""
+    subject = _GENERIC_SUBJECT.match(finding.strip())
+    if not subject:
+        return True
+    verb = finding.strip()[subject.end():].split(" ", 1)[0].lower().strip(",.;:")
+    stem = re.sub(r"(es|s)$", "", verb) if verb not in _BASE_VERBS else verb
+    if stem in _BASE_VERBS or verb in _BASE_VERBS:
+        return True
+    own = r"\b(?:we|i|this (?:paper|article|study)|the (?:paper|article|study|authors?))\s+"
+    return re.search(own + re.escape(stem), abstract, re.IGNORECASE) is not None
+
+
 def is_faithful(finding: str, abstract: str, title: str = "") -> bool:
-    return is_complete(finding) and not unfaithful_specifics(finding, abstract, title)
+    return (is_complete(finding) and not unfaithful_specifics(finding, abstract, title)
+            and subject_kept(finding, abstract))  # fmt: skip
+
+
+def finished_finding(generated: str, abstract: str, title: str, who: str, fallback: str) -> str:
+    """The finding shown for one paper: the generated one, opened by who found it, when it is faithful to its
+    abstract and not a decline; otherwise the paper's best finding sentence (`fallback`), attributed. Markers are
+    the caller's (the text returned has none)."""
+    text = " ".join(_CITATION.sub("", generated).split())
+    usable = len(text.split()) >= MIN_FINDING_WORDS and not _DECLINE.search(text.lower())
+    if usable and is_faithful(text, abstract, title):
+        return with_attribution(text, who)
+    return attributed(fallback, who, abstract)
 
 
 def surname(author: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from corpus.filters import SearchFilters
+from corpus.search_backend import CorpusStats
 from retrieval.query import Query
 from retrieval.types import RetrievedChunk, SearchOutcome
 
@@ -83,6 +84,27 @@ class Search(Protocol):
     """The search stage (retrieval.search.SearchPipeline)."""
 
     def run(self, query: str, top_k: int, mode: str = "hybrid", filters: SearchFilters | None = None,
-            rerank: bool | None = None) -> SearchOutcome: ...  # fmt: skip
+            rerank: bool | None = None, include: Sequence[str] = ()) -> SearchOutcome: ...  # fmt: skip
 
     def dense_similarities(self, query: Query, hits: list[RetrievedChunk]) -> list[float]: ...
+
+
+class SentenceScorer(Protocol):
+    """A cross-encoder's view of one passage's sentences: one score per sentence for the query, each read under
+    the passage's title (the sentence judge: its logit of P(the sentence states a result answering the query))."""
+
+    name: str
+
+    def score(self, query: str, title: str, sentences: Sequence[str]) -> list[float]: ...
+
+
+class Catalog(Protocol):
+    """The index's papers as the resolve stage reads them (answering/resolve.py)."""
+
+    def stats(self) -> CorpusStats | None:
+        """Papers by year and without JEL codes; None when the index does not say."""
+        ...
+
+    def paper(self, doc_id: str) -> tuple[str, int | None] | None:
+        """A paper's title and year, or None when no paper has that id."""
+        ...

@@ -23,6 +23,7 @@ from models.scheduler import SchedulerSettings
 from retrieval.hybrid import HybridSettings
 from retrieval.judge import JudgeSettings
 from retrieval.reranker import RerankerSettings
+from retrieval.sentence_judge import SentenceJudgeSettings
 from runtime.device import Precision
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,11 @@ class GenerationQueueSettings(BaseModel):
     )
     timeout_s: float = Field(120.0, gt=0, le=3600)
     retry_after_s: int = Field(5, ge=1, le=600)
+    max_wait_s: float = Field(
+        30.0, ge=0, le=3600,
+        description="An answer is refused (429 with Retry-After) when its expected time, estimated from the answers "
+        "in flight and the recent answers' durations, is over this many seconds (0: only a full queue refuses).",
+    )  # fmt: skip
     shutdown_grace_s: float = Field(
         5.0, ge=0, le=600,
         description="On shutdown, answers still generating after this many seconds are stopped (their streams end "
@@ -162,6 +168,11 @@ class Settings(BaseSettings):
         "by default such a server refuses to start.",
     )
 
+    openai_source_list: bool = Field(
+        True, description="/v1/chat/completions ends the answer's text with a numbered source list (title, year, "
+        "DOI link), for clients that show only the text; a later turn's cited papers are read back from it.",
+    )
+
     # --- index and devices -------------------------------------------------------------------
     index_dir: Path = REPO_ROOT / "var" / "index"
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -175,6 +186,7 @@ class Settings(BaseSettings):
     reranker: RerankerSettings = RerankerSettings()
     answerability: AnswerabilitySettings = AnswerabilitySettings()
     judge: JudgeSettings = JudgeSettings()
+    sentence_judge: SentenceJudgeSettings = SentenceJudgeSettings()
     focus: FocusSettings = FocusSettings()
     answering: AnsweringSettings = AnsweringSettings()
     generator: GeneratorSettings = GeneratorSettings()
@@ -213,6 +225,7 @@ class Settings(BaseSettings):
             "reranker": self.reranker.model_dump(mode="json", exclude={"model_dir"}),
             "answerability": self.answerability.model_dump(mode="json", exclude={"model_path"}),
             "judge": self.judge.model_dump(mode="json", exclude={"model_dirs"}),
+            "sentence_judge": self.sentence_judge.model_dump(mode="json", exclude={"model_dir"}),
             "focus": self.focus.model_dump(mode="json"),
             "answering": self.answering.model_dump(mode="json"),
             "generation": self.generation.model_dump(mode="json"),

@@ -5,13 +5,18 @@ The engine (models.scheduler) decodes up to `slots` generations together and kee
 one generation per answering paper (its finding), all submitted at once. Admission is decided here first, per
 answer and before any retrieval (`reserve`): beyond `slots + queue_size` answers in flight the API answers 429
 with Retry-After at once; the place goes back when the engine is done with the answer's last generation, or at
-`cancel_reservation` when the answer generates nothing. An answer that outlives its timeout, or whose client goes
-away, is cancelled and its slots freed at the engine's next step.
+`cancel_reservation` when the answer generates nothing. Admission also refuses, with a Retry-After of the excess,
+when the expected time to a new answer is over `max_wait_s`: (answers in flight + 1) x the moving average of recent
+answers' seconds per place in line (an answer's generation time over the answers in flight when it started, which
+measures what the engine's batching actually gives). An answer that outlives its timeout, or whose client goes
+away, is cancelled and its slots freed at the engine's next step; /metrics counts each early end by its reason
+(CANCEL_REASONS).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,10 +28,15 @@ from app.metrics import ServiceMetrics
 from models import AsyncTextStream, Generator
 from models import SamplingParams as EngineSamplingParams
 from models.scheduler import EngineFullError, EngineStoppedError
+from runtime.arenas import IdleTrim
 
 
 class QueueFullError(RuntimeError):
-    """Every generation slot is taken, and so is every place in the line."""
+    """Every generation slot is taken, and so is every place in the line; or the expected wait is too long."""
+
+    def __init__(self, message: str, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s  # None: the configured one
 
 
 class GenerationTimeoutError(TimeoutError):
@@ -37,6 +47,18 @@ class ShuttingDownError(RuntimeError):
     """The server is shutting down: answers still generating after the grace period are stopped."""
 
 
+def cancel_reason(error: BaseException) -> str:
+    """The label of a generation ended early by `error` (aer_rag_generation_cancelled_total{reason})."""
+    if isinstance(error, GenerationTimeoutError):
+        return "timeout"
+    if isinstance(error, ShuttingDownError | EngineStoppedError):
+        return "shutdown"
+    return "error"
+
+
+WAIT_AVERAGE_WEIGHT = 0.2  # of the newest answer in the moving average of seconds per place in line
+
+
 def engine_params(params: SamplingParams) -> EngineSamplingParams:
     """The engine's parameters (which it checks) from answering's."""
     return EngineSamplingParams(**vars(params))
@@ -45,7 +67,8 @@ def engine_params(params: SamplingParams) -> EngineSamplingParams:
 class GenerationQueue:
     """answering.ports.Generator for answers that hold a place (`reserve` first)."""
 
-    def __init__(self, generator: Generator, settings: GenerationQueueSettings, metrics: ServiceMetrics):
+    def __init__(self, generator: Generator, settings: GenerationQueueSettings, metrics: ServiceMetrics,
+                 idle: IdleTrim | None = None):  # fmt: skip
         self.generator = generator
         # The one admission line: answers in flight at most. The engine is sized from the same settings
         # (GenerationQueueSettings.scheduler()) to hold every admitted answer's generations, so its own limit
@@ -56,21 +79,39 @@ class GenerationQueue:
                              f"{self.capacity} admitted answers of up to {MAX_PAPERS} findings each need; build it "
                              "with GenerationQueueSettings.scheduler().")  # fmt: skip
         self.timeout_s = settings.timeout_s
+        self.max_wait_s = settings.max_wait_s
+        self.retry_after_s = settings.retry_after_s
         self.metrics = metrics
         self._in_flight = 0  # touched only on the event loop thread, so no lock
+        self._seconds_per_place: float | None = None  # moving average; None until an answer has been generated
+        self.idle = idle  # told of every answer, so that freed memory is trimmed once answers stop too
         metrics.track_engine(generator.scheduler)
+        metrics.generation_expected_wait.set_function(self.expected_wait_s)
 
     @property
     def depth(self) -> int:
         return self._in_flight
 
+    def expected_wait_s(self) -> float:
+        """Seconds a new answer is expected to take, from the answers in flight (0 until one has been measured)."""
+        return (self._in_flight + 1) * (self._seconds_per_place or 0.0)
+
     def reserve(self) -> None:
-        """Take a place or raise QueueFullError; call before any work is spent on the request."""
+        """Take a place or raise QueueFullError; call before any work is spent on the request. An idle server
+        always admits."""
         if self._in_flight >= self.capacity:
             self.metrics.generation_rejected.inc()
             raise QueueFullError(f"all {self.capacity} places for answers are taken")
+        wait = self.expected_wait_s()
+        if self._in_flight and self.max_wait_s and wait > self.max_wait_s:
+            self.metrics.generation_rejected.inc()
+            retry = max(self.retry_after_s, math.ceil(wait - self.max_wait_s))  # until enough places have freed
+            raise QueueFullError(f"an answer would take about {wait:.0f} s, over the {self.max_wait_s:g} s limit, "
+                                 f"behind {self._in_flight} others", retry_after_s=retry)  # fmt: skip
         self._in_flight += 1
         self.metrics.queue_depth.set(self._in_flight)
+        if self.idle is not None:
+            self.idle.enter()
 
     def cancel_reservation(self) -> None:
         """Give back a place that will not generate (the question was declined, or preparing it failed)."""
@@ -79,6 +120,14 @@ class GenerationQueue:
     def _release(self) -> None:
         self._in_flight -= 1
         self.metrics.queue_depth.set(self._in_flight)
+        if self.idle is not None:
+            self.idle.leave()
+
+    def _measured(self, seconds: float, places: int) -> None:
+        """An answer generated in `seconds`, started with `places` answers in flight (itself included)."""
+        sample = seconds / max(places, 1)
+        previous = self._seconds_per_place
+        self._seconds_per_place = sample if previous is None else previous + WAIT_AVERAGE_WEIGHT * (sample - previous)
 
     def stop_after(self, grace_s: float) -> threading.Timer:
         """On shutdown: answers still generating after grace_s seconds end with ShuttingDownError."""
@@ -96,14 +145,18 @@ class GenerationQueue:
         """One answer's generations, all submitted now in its one reserved place (given back when the engine is
         done with the last of them); see MergedStreams."""
         started = time.perf_counter()
+        places = self._in_flight
         settings = engine_params(params)
         remaining = len(prompts)
+        merged: MergedStreams | None = None
 
         def one_done() -> None:
             nonlocal remaining
             remaining -= 1
             if remaining == 0:
                 self._release()
+                if merged is not None and not merged.closed_early:  # a client gone says nothing of the load
+                    self._measured(time.perf_counter() - started, places)
 
         submitted: list[AsyncTextStream] = []
         try:
@@ -115,7 +168,8 @@ class GenerationQueue:
             for _ in range(len(prompts) - len(submitted) - 1):  # never submitted: their share of the place
                 one_done()
             raise
-        return MergedStreams(submitted, started, self.timeout_s, self.metrics)
+        merged = MergedStreams(submitted, started, self.timeout_s, self.metrics)
+        return merged
 
     async def generate(self, prompt: str, params: SamplingParams) -> GenerationOutcome:
         """Run one generation to the end in a reserved place."""
@@ -154,12 +208,15 @@ class MergedStreams:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping: set[int] = set()
         self._open = len(self._requests)
+        self._failure: str | None = None  # the cancel reason of the first generation that failed
+        self.closed_early = False  # closed (aclose) while generations still ran, none having failed: client gone
 
     async def _pump(self, index: int) -> None:
         """Generation `index`'s deltas onto the events, then its outcome (or its error)."""
         request = self._requests[index]
         pieces: list[str] = []
         finished = False
+        failed: str | None = None
         try:
             while True:
                 delta = await self._next(request)
@@ -172,13 +229,16 @@ class MergedStreams:
             if index not in self._stopping:  # closed: nobody reads an outcome
                 raise
         except Exception as error:  # handed to the consumer, which raises it
+            failed = cancel_reason(error)
+            self._failure = self._failure or failed
             self._events.put_nowait((index, error))
             return
         finally:
             # Reached on completion, error, stop, or the client going away (aclose).
             if not finished:
                 request.cancel()
-                self._metrics.generation_cancelled.inc()
+                reason = "stopped" if index in self._stopping else failed or self._failure or "disconnect"
+                self._metrics.generation_cancelled.labels(reason).inc()
             seconds = time.perf_counter() - self._started
             if request.generated_tokens:
                 self._metrics.tokens_generated.inc(request.generated_tokens)
@@ -226,6 +286,10 @@ class MergedStreams:
             task.cancel()
 
     async def aclose(self) -> None:
+        """Cancel the generations still running: those a failure left are counted by its reason, the others as
+        the client's disconnect (the only other reader that closes early)."""
+        if self._failure is None and (not self._tasks or any(not task.done() for task in self._tasks)):
+            self.closed_early = True
         for request in self._requests:
             request.cancel()
         for task in self._tasks:

@@ -95,5 +95,5 @@ class MemorySettings(BaseModel):
     )
     trim_after_idle_s: float = Field(
         10.0, ge=0, le=3600,
-        description="Freed memory goes back to the kernel once no search has run for this long (0: never).",
+        description="Freed memory goes back to the kernel once no search or answer has run for this long (0: never).",
     )  # fmt: skip

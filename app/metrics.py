@@ -7,6 +7,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+CANCEL_REASONS = ("disconnect", "stopped", "timeout", "shutdown")
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -49,10 +50,18 @@ class ServiceMetrics:
             "aer_rag_generation_queue_depth", "Answers being generated or waiting.", registry=self.registry
         )
         self.generation_rejected = Counter(
-            "aer_rag_generation_rejected", "Answers refused because the queue was full.", registry=self.registry
+            "aer_rag_generation_rejected", "Answers refused (429): every place taken, or the expected "
+            "wait over generation.max_wait_s.", registry=self.registry
         )
         self.generation_cancelled = Counter(
-            "aer_rag_generation_cancelled", "Answers stopped early (client gone or timeout).",
+            "aer_rag_generation_cancelled", "Generations ended before their end, by reason: disconnect (the client "
+            "went away), stopped (the finding was complete: a normal early stop), timeout, shutdown.", ["reason"],
+            registry=self.registry,
+        )
+        for reason in CANCEL_REASONS:  # every reason shows in /metrics from the start, at 0
+            self.generation_cancelled.labels(reason)
+        self.generation_expected_wait = Gauge(
+            "aer_rag_generation_expected_wait_seconds", "Expected time to a new answer (its admission estimate).",
             registry=self.registry,
         )
         self.search_in_flight = Gauge(

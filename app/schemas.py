@@ -58,9 +58,11 @@ class StrictModel(BaseModel):
 
 
 class Filters(StrictModel):
-    """Search filters. year_min must not be after year_max (otherwise 422)."""
+    """Search filters, applied before any result list is cut. year_min must not be after year_max: otherwise 422,
+    saying so in words ("year_min (2020) is after year_max (2010)"). A paper without a year never passes a year
+    filter, and one without JEL codes never passes a JEL filter (the answer's notes say how many that leaves out)."""
 
-    year_min: Year | None = Field(None, description="Earliest publication year, inclusive.")
+    year_min: Year | None = Field(None, description="Earliest publication year, inclusive; not after year_max (422).")
     year_max: Year | None = Field(None, description="Latest publication year, inclusive.")
     jel_prefix: str | None = Field(
         None, pattern=r"^[A-Za-z]\d{0,2}$", description="JEL code prefix: 'D' matches D83, 'D8' matches D81.",
@@ -104,6 +106,18 @@ class GenerationOptions(StrictModel):
     seed: bounded_int(0, 2**31 - 1) | None = None
 
 
+class HistoryTurn(StrictModel):
+    """One earlier turn of the conversation."""
+
+    question: Query
+    answer: str = Field("", max_length=8000, description="The earlier answer's text, at most 8,000 characters.")
+    doc_ids: list[Annotated[str, StringConstraints(min_length=1, max_length=300)]] = Field(
+        default_factory=list, max_length=10,
+        description="The doc_ids the earlier answer cited, in its order ([1], [2], …; its `findings`), at most 10: "
+        "\"which of those …\" and \"the second paper\" refer to them.",
+    )  # fmt: skip
+
+
 class AskRequest(StrictModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -116,6 +130,12 @@ class AskRequest(StrictModel):
                     "filters": {"year_min": 2010, "jel_prefix": "E5"},
                     "stream": True,
                     "generation": {"max_new_tokens": 80, "temperature": 0.0},
+                },
+                {
+                    "query": "What about developing countries?",
+                    "history": [{"question": "Does microcredit raise household investment?",
+                                 "answer": "Two papers answer this question. ...",
+                                 "doc_ids": ["10.1257/app.20130533", "10.1257/aer.20110914"]}],
                 },
             ]
         },
@@ -138,6 +158,12 @@ class AskRequest(StrictModel):
         "the closest paper). Default from the settings."
     )
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
+    history: list[HistoryTurn] = Field(
+        default_factory=list, max_length=10,
+        description="The earlier turns, oldest first, at most 10: a follow-up (\"What about developing countries?\", "
+        "\"Which of those used an experiment?\") is answered as the self-contained question it stands for "
+        "(`resolved_query` in the response).",
+    )  # fmt: skip
 
 
 class DocumentOut(BaseModel):
@@ -251,6 +277,25 @@ class Usage(BaseModel):
     tokens_per_second: float | None
 
 
+class AppliedFiltersOut(BaseModel):
+    """The filters the answer's search used, and where each came from."""
+
+    year_min: int | None = None
+    year_max: int | None = None
+    jel_prefix: str | None = None
+    sources: dict[str, Literal["request", "question words"]] = Field(
+        default_factory=dict, description="For each filter set: from the request's `filters`, or read from the "
+        "question's words (a time window such as \"since 2015\"); the request's win.",
+    )  # fmt: skip
+    meaning: str | None = Field(None, description="The time window read from the question, in a sentence.")
+
+    model_config = {"json_schema_extra": {"examples": [{
+        "year_min": 2015, "year_max": None, "jel_prefix": "E5",
+        "sources": {"year_min": "question words", "jel_prefix": "request"},
+        "meaning": "since 2015: papers from 2015 or later.",
+    }]}}  # fmt: skip
+
+
 class AskResult(BaseModel):
     """The part of an answer known only after generation (also the final SSE event)."""
 
@@ -275,6 +320,9 @@ class AskResult(BaseModel):
     notes: list[str]
     usage: Usage
     timings_ms: dict[str, float]
+    resolved_query: str = Field(description="The self-contained question answered: a follow-up resolved against "
+                                "the history; the query itself otherwise.")  # fmt: skip
+    applied_filters: AppliedFiltersOut
 
 
 class AskResponse(AskResult):

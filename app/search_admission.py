@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from app.limits import SearchAdmissionSettings
 from app.metrics import ServiceMetrics
-from runtime.arenas import trim_freed_memory
+from runtime.arenas import IdleTrim
 
 T = TypeVar("T")
 
@@ -29,7 +29,8 @@ class SearchBusyError(RuntimeError):
 
 
 class SearchAdmission:
-    def __init__(self, settings: SearchAdmissionSettings, metrics: ServiceMetrics, trim_after_idle_s: float = 0.0):
+    def __init__(self, settings: SearchAdmissionSettings, metrics: ServiceMetrics, trim_after_idle_s: float = 0.0,
+                 idle: IdleTrim | None = None):  # fmt: skip
         self.workers = settings.workers
         self.capacity = settings.workers + settings.queue_size
         self.max_wait_s = settings.max_wait_s
@@ -38,10 +39,13 @@ class SearchAdmission:
         self._executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="aer-rag-search")
         self._lock = threading.Lock()  # released from the worker thread when a job ends
         self._in_flight = 0
-        # After a burst, the models' freed buffers go back to the kernel once searches stop (0: never).
-        self.trim_after_idle_s = trim_after_idle_s
-        self._trim: threading.Timer | None = None
-        self.trims = 0
+        # After a burst, the models' freed buffers go back to the kernel once the process is idle (0: never):
+        # `idle` is shared with the answers' queue (app/services.py), or one of the searches' own.
+        self.idle = idle or IdleTrim(trim_after_idle_s)
+
+    @property
+    def trims(self) -> int:
+        return self.idle.trims
 
     @property
     def in_flight(self) -> int:
@@ -51,21 +55,10 @@ class SearchAdmission:
         with self._lock:
             self._in_flight += by
             self.metrics.search_in_flight.set(self._in_flight)
-            if self._trim is not None:
-                self._trim.cancel()
-                self._trim = None
-            if self._in_flight == 0 and self.trim_after_idle_s > 0:
-                self._trim = threading.Timer(self.trim_after_idle_s, self._trim_when_idle)
-                self._trim.daemon = True
-                self._trim.start()
-
-    def _trim_when_idle(self) -> None:
-        with self._lock:
-            if self._in_flight:
-                return
-            self._trim = None
-        trim_freed_memory()
-        self.trims += 1
+        if by > 0:
+            self.idle.enter()
+        else:
+            self.idle.leave()
 
     async def run(self, function: Callable[[], T]) -> T:
         """Run `function` on a search worker, or raise SearchBusyError at once (or when it waited too long).
@@ -92,7 +85,5 @@ class SearchAdmission:
         return await asyncio.wrap_future(self._executor.submit(job))
 
     def close(self) -> None:
-        with self._lock:
-            if self._trim is not None:
-                self._trim.cancel()
+        self.idle.close()
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from answering.answerability import AnswerabilityModel
 from answering.answerer import Answerer, Question
 from answering.citations import SupportChecker
+from answering.evidence import SentenceEvidence
 from answering.focus import SentenceFocus
 from answering.prompt import PromptBuilder
 from answering.session import AnswerSession
@@ -16,11 +18,13 @@ from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
 from app.metrics import ServiceMetrics
 from app.search_admission import SearchAdmission
-from corpus.search_backend import SearchBackend
+from corpus.search_backend import CorpusStats, SearchBackend
 from indexing.embedding import Embedder
 from models import Generator
 from retrieval.judge import PassageJudge
 from retrieval.search import RerankState, SearchPipeline, build_search, load_reranker
+from retrieval.sentence_judge import SentenceJudge
+from runtime.arenas import IdleTrim
 from runtime.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -39,16 +43,44 @@ class Services:
     queue: GenerationQueue
     device: str
     searches: SearchAdmission
+    # Answers retrieve and decide (the embedding, rerank and judge models) as many at once as searches do: each
+    # more at once only queues inside torch with its own thread's OpenMP team and buffers resident (the peak RSS).
+    preparing: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.preparing = asyncio.Semaphore(self.searches.workers)
 
     async def start_answer(self, question: Question) -> AnswerSession:
         """Admit the answer (QueueFullError, a 429, before any retrieval), then retrieve and decide."""
         self.queue.reserve()
-        return await AnswerSession.start(self.answerer, self.queue, question)
+        try:
+            await self.preparing.acquire()
+        except BaseException:  # the client went away while waiting
+            self.queue.cancel_reservation()
+            raise
+        try:
+            return await AnswerSession.start(self.answerer, self.queue, question)
+        finally:
+            self.preparing.release()
 
     def close(self) -> None:
         self.queue.shutdown()
         self.searches.close()
         self.backend.close()
+
+
+@dataclass(frozen=True)
+class BackendCatalog:
+    """answering.ports.Catalog over the search backend: the served build's papers by year, a paper's title."""
+
+    backend: SearchBackend
+
+    def stats(self) -> CorpusStats | None:
+        return self.backend.info().stats
+
+    def paper(self, doc_id: str) -> tuple[str, int | None] | None:
+        found = self.backend.document(doc_id)
+        return None if found is None else (found[0].title, found[0].year)
 
 
 def load_generator(settings: GeneratorSettings, generation: GenerationQueueSettings, device: str) -> Generator:
@@ -90,6 +122,13 @@ def build_services(
         if judge and calibrated_for and judge.name != calibrated_for:
             log.warning("the judge gate's bars were chosen for %s, not %s: rerun python -m training.judge_gate",
                         calibrated_for, judge.name)  # fmt: skip
+    sentence_judge = SentenceJudge.load(settings.sentence_judge, device)
+    log.info("sentence judge: %s", f"{sentence_judge.name}" if sentence_judge else "none (findings are focused by "
+             "cosine)")  # fmt: skip
+    bars = answerability.sentence_bars if answerability is not None else None
+    if sentence_judge and bars and bars.calibrated_for and bars.calibrated_for != sentence_judge.name:
+        log.warning("the sentence bars were chosen for %s, not %s: rerun python -m training.sentence_gate --write",
+                    bars.calibrated_for, sentence_judge.name)  # fmt: skip
     answerer = Answerer(
         settings=settings.answering,
         search=search,
@@ -100,7 +139,11 @@ def build_services(
         model_name=generator.model_name,
         check_by_default=settings.answerability.check,
         judge=judge,
+        sentences=SentenceEvidence(sentence_judge, settings.focus.max_sentences) if sentence_judge else None,
+        sentence_bars=bars,
     )
-    queue = GenerationQueue(generator, settings.generation, metrics)
-    searches = SearchAdmission(settings.search, metrics, settings.memory.trim_after_idle_s)
+    answerer.catalog = BackendCatalog(backend)
+    idle = IdleTrim(settings.memory.trim_after_idle_s)  # freed memory goes back once searches and answers stop
+    queue = GenerationQueue(generator, settings.generation, metrics, idle)
+    searches = SearchAdmission(settings.search, metrics, idle=idle)
     return Services(settings, metrics, backend, embedder, search, answerer, queue, device, searches)

@@ -12,7 +12,7 @@ The query vector is the caller's: retrieval embeds a query once per request with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -53,6 +53,44 @@ class StoredChunk:
 
 
 @dataclass(frozen=True)
+class CorpusStats:
+    """The served papers by publication year (None: no year known), and how many of them carry no JEL codes: what
+    a year window holds, and what a filter on missing metadata leaves out."""
+
+    papers_by_year: dict[int | None, int]
+    without_jel_by_year: dict[int | None, int]
+
+    @classmethod
+    def of(cls, documents: Iterable[Document]) -> CorpusStats:
+        papers: dict[int | None, int] = {}
+        without_jel: dict[int | None, int] = {}
+        for document in documents:
+            papers[document.year] = papers.get(document.year, 0) + 1
+            if not document.jel_codes:
+                without_jel[document.year] = without_jel.get(document.year, 0) + 1
+        return cls(papers, without_jel)
+
+    @property
+    def latest_year(self) -> int | None:
+        return max((year for year in self.papers_by_year if year is not None), default=None)
+
+    def papers(self, year_min: int | None = None, year_max: int | None = None) -> int:
+        """Papers in the window (both bounds None: every paper, those without a year too)."""
+        return _in_window(self.papers_by_year, year_min, year_max)
+
+    def without_jel(self, year_min: int | None = None, year_max: int | None = None) -> int:
+        """Papers in the window that carry no JEL codes."""
+        return _in_window(self.without_jel_by_year, year_min, year_max)
+
+
+def _in_window(counts: dict[int | None, int], year_min: int | None, year_max: int | None) -> int:
+    if year_min is None and year_max is None:
+        return sum(counts.values())
+    return sum(count for year, count in counts.items() if year is not None and (year_min is None or year >= year_min)
+               and (year_max is None or year <= year_max))  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BackendInfo:
     """What the service reports and checks about the index a backend serves."""
 
@@ -63,6 +101,7 @@ class BackendInfo:
     embedding_weights_sha256: str  # ... with exactly these weights
     embedding_dimension: int
     manifest: dict[str, Any] = field(default_factory=dict)  # the build's manifest (build id, counts, settings)
+    stats: CorpusStats | None = None  # papers by year and without JEL codes (None: the backend does not know)
 
 
 @runtime_checkable
@@ -85,6 +124,10 @@ class SearchBackend(Protocol):
 
     def similarities(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of the query vector to each given chunk, from the stored vectors."""
+        ...
+
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored unit embeddings (float32) of the chunks given; unknown ids are left out."""
         ...
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from corpus.documents import Document
 from corpus.filters import SearchFilters
-from corpus.search_backend import BackendInfo, ScoredChunk, StoredChunk
+from corpus.search_backend import BackendInfo, CorpusStats, ScoredChunk, StoredChunk
 from indexing.index import PublishedIndex
 
 
@@ -38,6 +38,7 @@ class LocalIndexBackend:
             embedding_weights_sha256=embedding["weights_sha256"],
             embedding_dimension=index.dense.dimension,
             manifest=index.manifest,
+            stats=CorpusStats.of(index.documents.values()),
         )
 
     def info(self) -> BackendInfo:
@@ -61,6 +62,10 @@ class LocalIndexBackend:
         rows = [self._row_of[chunk_id] for chunk_id in known]
         cosines = self._index.dense.vectors[rows] @ np.asarray(vector, dtype=np.float32)
         return {chunk_id: float(cosine) for chunk_id, cosine in zip(known, cosines, strict=True)}
+
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return {chunk_id: np.array(self._index.dense.vectors[self._row_of[chunk_id]], dtype=np.float32)
+                for chunk_id in chunk_ids if chunk_id in self._row_of}  # fmt: skip
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         found: dict[str, StoredChunk] = {}

@@ -4,6 +4,7 @@ cross-encoder rerank. `build_search` makes it from settings, so benchmarks retri
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from corpus.filters import SearchFilters
@@ -47,7 +48,10 @@ class SearchPipeline:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         rerank: bool | None = None,
+        include: Sequence[str] = (),
     ) -> SearchOutcome:
+        """include: doc_ids that must be among the hits (a follow-up's papers: "which of those ..."), each by its
+        first chunk when retrieval missed it and it passes the filters; reranked with the others, kept past top_k."""
         timer = StageTimer()
         if rerank and not self.rerank.available:
             raise RerankNotAvailableError(
@@ -60,14 +64,29 @@ class SearchPipeline:
         encoded = Query(query, self.retriever.encoder)
         with timer.stage("retrieve"):
             hits = self.retriever.retrieve(encoded, depth, filters=filters, mode=mode)
-        if use_rerank and hits:
+            missed = self._papers([d for d in include if d not in {hit.chunk.doc_id for hit in hits}], filters)
+        if use_rerank and (hits or missed):
             reranker = self.rerank.reranker
             assert reranker is not None
             with timer.stage("rerank"):
-                head = hits[: self.rerank_top_m]
+                head = hits[: self.rerank_top_m] + missed
                 cosines = self.dense_similarities(encoded, head) if reranker.bi_encoder_weight else None
-                hits = reranker.rerank(query, head, top_m=self.rerank_top_m, cosines=cosines)
-        return SearchOutcome(encoded, hits[:top_k], use_rerank, dict(timer.timings_ms), hits)
+                hits = reranker.rerank(query, head, top_m=len(head), cosines=cosines)
+        else:
+            hits = hits + missed
+        kept = hits[:top_k] + [hit for hit in hits[top_k:] if hit.chunk.doc_id in include]
+        return SearchOutcome(encoded, kept, use_rerank, dict(timer.timings_ms), hits)
+
+    def _papers(self, doc_ids: Sequence[str], filters: SearchFilters | None) -> list[RetrievedChunk]:
+        """Each paper's first chunk, as a hit no retriever ranked; papers unknown or outside the filters are left
+        out."""
+        first = []
+        for doc_id in dict.fromkeys(doc_ids):
+            found = self.backend.document(doc_id)
+            if found is not None and found[1] and (filters is None or filters.matches(found[0])):
+                first.append(found[1][0])
+        stored = self.backend.chunks(first)
+        return [RetrievedChunk(chunk=s.chunk, document=s.document) for s in (stored.get(c) for c in first) if s]
 
     def dense_similarities(self, query: Query, hits: list[RetrievedChunk]) -> list[float]:
         """Cosine similarity of the query to each hit, as the dense retriever scores it: from the stored chunk

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--name", default="aer-rag-sentence-judge-L3")
+    parser.add_argument("--easy-share", type=float, default=0.35,
+                        help="share of the neighbour and near-miss negatives kept (the labelled sentences all are)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
@@ -155,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     labels = load_sentence_labels()
     questions = written_questions()
     pairs = training_pairs(labels, corpus, training_index())
+    rng = random.Random(args.seed)
+    pairs = [p for p in pairs if p.source not in ("neighbour", "near miss") or rng.random() < args.easy_share]
     counts = {source: sum(p.source == source for p in pairs) for source in dict.fromkeys(p.source for p in pairs)}
     log.info("%d sentence pairs: %s", len(pairs), counts)
     tokenizer = AutoTokenizer.from_pretrained(args.init, local_files_only=True)

@@ -100,10 +100,10 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
 
     @app.exception_handler(QueueFullError)
     async def _busy(request: Request, error: QueueFullError) -> JSONResponse:
+        retry = error.retry_after_s or retry_after_s
         return error_response(
-            request, 429, "busy",
-            f"The server is busy generating other answers ({error}); retry in {retry_after_s} s.",
-            headers={"Retry-After": str(retry_after_s)},
+            request, 429, "busy", f"The server is busy generating other answers ({error}); retry in {retry} s.",
+            headers={"Retry-After": str(retry)},
         )
 
     @app.exception_handler(SearchBusyError)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from answering.answerer import Answer, Finding, GenerationOptions, Question
+from answering.conversation import CitedPaper, Turn
 from app.schemas import (
+    AppliedFiltersOut,
     AskRequest,
     AskResult,
     CitationOut,
@@ -39,6 +41,8 @@ def question_of(request: AskRequest) -> Question:
         filters=search_filters(request.filters),
         coverage_check=request.coverage_check,
         generation=GenerationOptions(**options.model_dump()),
+        history=tuple(Turn(turn.question, turn.answer, tuple(CitedPaper(doc_id, "", None) for doc_id in turn.doc_ids))
+                      for turn in request.history),  # titles and years: the resolve stage looks them up
     )
 
 
@@ -102,7 +106,19 @@ def answer_result(answer: Answer) -> AskResult:
         notes=answer.notes,
         usage=Usage(**vars(answer.usage)),
         timings_ms=answer.timings_ms,
+        **resolution(answer),
     )
+
+
+def resolution(answer: Answer) -> dict:
+    """resolved_query and applied_filters: how the question was read before retrieval."""
+    resolved = answer.prepared.resolved
+    if resolved is None:
+        return {"resolved_query": answer.prepared.query, "applied_filters": AppliedFiltersOut()}
+    applied = resolved.applied
+    return {"resolved_query": resolved.query, "applied_filters": AppliedFiltersOut(
+        year_min=applied.year_min, year_max=applied.year_max, jel_prefix=applied.jel_prefix,
+        sources=dict(applied.sources), meaning=applied.meaning)}  # fmt: skip
 
 
 def finding_out(finding: Finding) -> FindingOut:

@@ -1,5 +1,7 @@
-// The question page: POST /v1/ask with stream: true, read the Server-Sent Events as they arrive, and show the
-// answer with its [n] markers linked to the passages. Text from the server is only ever set as textContent.
+// The question page: a conversation. Each question is POSTed to /v1/ask with stream: true (and the earlier turns
+// as `history` when the server takes it); the Server-Sent Events are shown as they arrive, with the answer's [n]
+// markers linked to the passages. Earlier turns stay above, newest last. Text from the server is only ever set as
+// textContent. Helpers for papers, copying and errors are in papers.js.
 "use strict";
 
 const form = document.getElementById("ask-form");
@@ -8,21 +10,44 @@ const button = document.getElementById("ask-button");
 const statusLine = document.getElementById("status");
 const answerSection = document.getElementById("answer-section");
 const answerBox = document.getElementById("answer");
+const askedText = document.getElementById("asked-text");
+const resolvedNote = document.getElementById("resolved-note");
 const coverageNote = document.getElementById("coverage-note");
 const legend = document.getElementById("answer-legend");
+const actions = document.getElementById("answer-actions");
 const findingsSection = document.getElementById("findings-section");
 const findingList = document.getElementById("findings");
 const passagesSection = document.getElementById("passages-section");
 const passageList = document.getElementById("passages");
+const threadSection = document.getElementById("thread-section");
+const thread = document.getElementById("thread");
 const keyRow = document.getElementById("key-row");
 const keyInput = document.getElementById("api-key");
 
 const MARKER = /\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]/g;
-const KEY_STORAGE = "aer-rag-api-key";
+const MAX_RETRIES = 5;
 let passagesByNumber = new Map();
+let turns = []; // finished turns: { question, answer, doc_ids }
+let current = null; // the turn on screen: { question, done }
+let retryTimer = null;
+let historyLimits = null; // { turns, answer, docIds } when the server's AskRequest takes `history`
 
 keyInput.value = localStorage.getItem(KEY_STORAGE) || "";
 if (keyInput.value) keyRow.hidden = false;
+
+// Once at load: does the server take `history`, and within which limits?
+const schemaReady = fetch("/openapi.json").then((response) => (response.ok ? response.json() : null)).then((spec) => {
+  const schemas = (spec && spec.components && spec.components.schemas) || {};
+  const history = ((schemas.AskRequest || {}).properties || {}).history;
+  if (!history) return;
+  const ref = history.items && history.items.$ref ? history.items.$ref.split("/").pop() : null;
+  const turn = ((ref ? schemas[ref] : history.items) || {}).properties || {};
+  historyLimits = {
+    turns: history.maxItems || 10,
+    answer: (turn.answer && turn.answer.maxLength) || 8000,
+    docIds: (turn.doc_ids && turn.doc_ids.maxItems) || 10,
+  };
+}).catch(() => { historyLimits = null; });
 
 function setStatus(message, kind = "info") {
   statusLine.textContent = message;
@@ -39,6 +64,13 @@ function requestBody() {
   if (yearMax) filters.year_max = Number(yearMax);
   if (jel) filters.jel_prefix = jel;
   if (Object.keys(filters).length) body.filters = filters;
+  if (historyLimits && turns.length) {
+    body.history = turns.slice(-historyLimits.turns).map((turn) => ({
+      question: turn.question,
+      answer: turn.answer.slice(0, historyLimits.answer),
+      doc_ids: turn.doc_ids.slice(0, historyLimits.docIds),
+    }));
+  }
   return body;
 }
 
@@ -75,10 +107,10 @@ function renderPassages(passages) {
     item.tabIndex = -1;
     const doc = passage.document;
     const title = document.createElement("h3");
-    title.textContent = `[${passage.number}] ${doc.title || "Untitled"}`;
+    title.textContent = `[${passage.number}] ${paperLabel(doc.title, passage.text)}`;
     const meta = document.createElement("p");
     meta.className = "meta";
-    const parts = [doc.year, doc.authors.join("; ")].filter(Boolean);
+    const parts = [dateLabel(doc.date, doc.year), doc.authors.join("; ")].filter(Boolean);
     meta.textContent = parts.join(" · ");
     if (doc.doi) {
       const link = document.createElement("a");
@@ -92,7 +124,7 @@ function renderPassages(passages) {
     text.textContent = passage.text;
     item.append(title, meta, text);
     passageList.append(item);
-    passagesByNumber.set(passage.number, { element: text, text: passage.text });
+    passagesByNumber.set(passage.number, { element: text, text: passage.text, document: doc });
   }
   passagesSection.hidden = passages.length === 0;
 }
@@ -123,24 +155,46 @@ function highlightSupport(citations) {
   }
 }
 
+function actionButton(label, action, docId) {
+  const control = document.createElement("button");
+  control.type = "button";
+  control.className = "secondary small";
+  control.dataset.action = action;
+  control.dataset.docId = docId;
+  control.textContent = label;
+  return control;
+}
+
 // One card per paper the answer is written from, side by side, so that papers that disagree stay apart.
 function renderFindings(findings) {
   findingList.replaceChildren();
-  for (const finding of findings) {
+  findings.forEach((finding, index) => {
     const item = document.createElement("li");
     item.className = finding.supported ? "finding" : "finding unsupported";
+    const passage = passagesByNumber.get(finding.passage) || { text: "", document: {} };
+    const when = dateLabel(passage.document.date, finding.year);
     const heading = document.createElement("a");
     heading.href = `#passage-${finding.passage}`;
     heading.className = "finding-paper";
-    heading.textContent = `[${finding.passage}] ${finding.title || "Untitled"}${finding.year ? ` (${finding.year})` : ""}`;
+    heading.textContent = `[${finding.passage}] ${paperLabel(finding.title, passage.text)}${when ? ` (${when})` : ""}`;
     const text = document.createElement("p");
     text.append(withMarkerLinks(finding.text));
     const support = document.createElement("p");
     support.className = "meta";
     support.textContent = finding.supported ? "Supported by its abstract." : "Not verified against its abstract.";
-    item.append(heading, text, support);
+    const tools = document.createElement("div");
+    tools.className = "actions";
+    const related = actionButton("Related", "related", finding.doc_id);
+    related.setAttribute("aria-expanded", "false");
+    related.setAttribute("aria-controls", `related-${index}`);
+    tools.append(actionButton("Copy BibTeX", "copy-bibtex", finding.doc_id), related);
+    const list = document.createElement("ul");
+    list.id = `related-${index}`;
+    list.className = "related";
+    list.hidden = true;
+    item.append(heading, text, support, tools, list);
     findingList.append(item);
-  }
+  });
   findingsSection.hidden = findings.length === 0;
 }
 
@@ -157,7 +211,8 @@ function renderFinal(done) {
     paragraph.append(span);
   });
   answerBox.append(paragraph);
-  renderFindings(done.findings || []);
+  const findings = done.findings || [];
+  renderFindings(findings);
   legend.hidden = !done.unsupported_sentences.length;
   highlightSupport(done.citations);
   const notes = {
@@ -167,27 +222,70 @@ function renderFinal(done) {
   coverageNote.hidden = !notes[done.coverage];
   coverageNote.textContent = notes[done.coverage] || "";
   coverageNote.className = `note ${done.coverage}`;
+  const resolved = done.resolved_query;
+  resolvedNote.hidden = !(resolved && resolved !== current.question);
+  resolvedNote.textContent = resolvedNote.hidden ? "" : `Answered as: ${resolved}`;
+  const docIds = findings.map((finding) => finding.doc_id);
+  answerSection.dataset.answer = done.answer;
+  answerSection.dataset.docIds = docIds.join("\n");
+  actions.hidden = false;
+  actions.querySelectorAll("[data-action=bibtex-all], [data-action=download]").forEach((control) => {
+    control.hidden = docIds.length === 0;
+  });
+  turns.push({ question: current.question, answer: done.answer, doc_ids: docIds });
+  current.done = true;
   const seconds = ((done.timings_ms.generate || 0) / 1000).toFixed(1);
   setStatus(done.coverage === "not_covered" ? "Not covered by the indexed abstracts." : `Answered in ${seconds} s.`);
+  queryInput.value = "";
+  document.getElementById("query-label").textContent = "Ask a follow-up question";
 }
 
-function describeError(status, body, headers) {
-  const message = body && body.error ? body.error.message : "";
-  if (status === 401) {
-    keyRow.hidden = false;
-    keyInput.focus();
-    return "This server needs an API key: enter it above and ask again.";
+// The finished turn on screen moves into the thread, as a copy whose ids (and the links to them) are its own.
+function archiveCurrentTurn() {
+  if (!current || !current.done) return;
+  const prefix = `t${thread.children.length + 1}-`;
+  const item = document.createElement("li");
+  item.className = "turn";
+  const answer = answerSection.cloneNode(true);
+  const passages = document.createElement("details");
+  const summary = document.createElement("summary");
+  summary.textContent = `Passages (${passageList.children.length})`;
+  passages.append(summary, passageList.cloneNode(true));
+  const copy = document.createElement("div");
+  copy.append(...answer.childNodes);
+  if (passageList.children.length) copy.append(passages);
+  for (const element of copy.querySelectorAll("[id]")) element.id = prefix + element.id;
+  for (const element of copy.querySelectorAll("[aria-controls]")) {
+    element.setAttribute("aria-controls", prefix + element.getAttribute("aria-controls"));
   }
-  if (status === 429) {
-    const wait = headers.get("Retry-After");
-    return `The server is busy answering other questions; try again${wait ? ` in ${wait} s` : " shortly"}.`;
+  for (const link of copy.querySelectorAll("a[href^='#']")) link.setAttribute("href", `#${prefix}${link.getAttribute("href").slice(1)}`);
+  item.dataset.answer = answerSection.dataset.answer || "";
+  item.dataset.docIds = answerSection.dataset.docIds || "";
+  item.append(...copy.childNodes);
+  thread.append(item);
+  threadSection.hidden = false;
+}
+
+function clearCurrentTurn() {
+  answerBox.replaceChildren();
+  passageList.replaceChildren();
+  findingList.replaceChildren();
+  for (const element of [coverageNote, resolvedNote, legend, findingsSection, answerSection, passagesSection, actions]) {
+    element.hidden = true;
   }
-  if (status === 504) return "The answer took too long and was stopped; try a shorter question.";
-  if (status === 400 || status === 413 || status === 415 || status === 422) {
-    return `The question could not be sent: ${message || "it is not valid."}`;
-  }
-  if (status === 503) return "The service is still starting; try again in a moment.";
-  return `The server could not answer (${status}${message ? `: ${message}` : ""}).`;
+  current = null;
+}
+
+function newConversation() {
+  clearTimeout(retryTimer);
+  turns = [];
+  thread.replaceChildren();
+  threadSection.hidden = true;
+  clearCurrentTurn();
+  setStatus("");
+  document.getElementById("query-label").textContent = "Your question";
+  history.replaceState(null, "", "/");
+  queryInput.focus();
 }
 
 async function readEvents(response, onEvent) {
@@ -213,36 +311,45 @@ async function readEvents(response, onEvent) {
   }
 }
 
-async function ask(event) {
-  event.preventDefault();
-  const body = requestBody();
-  if (!body.query) {
-    setStatus("Type a question first.", "error");
-    queryInput.focus();
+// The service is busy (429): count down Retry-After seconds where people can see it, then ask again.
+function retryLater(body, headers, attempt) {
+  if (attempt >= MAX_RETRIES) {
+    setStatus("The server is still busy after several tries; try again in a minute.", "error");
+    button.disabled = false;
     return;
   }
-  const headers = { "Content-Type": "application/json" };
-  const key = keyInput.value.trim();
-  if (key) {
-    headers["X-API-Key"] = key;
-    localStorage.setItem(KEY_STORAGE, key);
-  }
+  let left = Math.max(1, Math.min(120, parseInt(headers.get("Retry-After"), 10) || 5));
+  const tick = () => {
+    if (left <= 0) { send(body, attempt + 1); return; }
+    setStatus(`The server is busy answering other questions; we will try again in ${left} s.`, "waiting");
+    left -= 1;
+    retryTimer = setTimeout(tick, 1000);
+  };
+  tick();
+}
+
+async function send(body, attempt = 0) {
   button.disabled = true;
-  setStatus("Searching the abstracts…");
-  answerBox.replaceChildren();
-  coverageNote.hidden = true;
-  legend.hidden = true;
-  findingsSection.hidden = true;
-  answerSection.hidden = true;
+  setStatus(attempt ? "Asking again…" : "Searching the abstracts…");
   let streamed = "";
+  let retrying = false;
   try {
-    const response = await fetch("/v1/ask", { method: "POST", headers, body: JSON.stringify(body) });
+    const response = await fetch("/v1/ask", {
+      method: "POST", headers: apiHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(body),
+    });
+    if (response.status === 429) {
+      retrying = true;
+      retryLater(body, response.headers, attempt);
+      return;
+    }
     if (!response.ok) {
       let payload = null;
       try { payload = await response.json(); } catch { /* not JSON */ }
       setStatus(describeError(response.status, payload, response.headers), "error");
       return;
     }
+    history.replaceState(null, "", `/?q=${encodeURIComponent(body.query)}`);
+    actions.querySelector(".permalink").href = `/?q=${encodeURIComponent(body.query)}`;
     await readEvents(response, (name, data) => {
       if (name === "passages") {
         renderPassages(data.passages);
@@ -260,12 +367,48 @@ async function ask(event) {
   } catch (error) {
     setStatus(`The server could not be reached (${error.message}).`, "error");
   } finally {
-    button.disabled = false;
+    if (!retrying) button.disabled = false;
   }
 }
 
+async function ask(event) {
+  event.preventDefault();
+  clearTimeout(retryTimer);
+  await schemaReady;
+  const body = requestBody();
+  if (!body.query) {
+    setStatus("Type a question first.", "error");
+    queryInput.focus();
+    return;
+  }
+  const key = keyInput.value.trim();
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  archiveCurrentTurn();
+  clearCurrentTurn();
+  current = { question: body.query, done: false };
+  askedText.textContent = body.query;
+  await send(body);
+}
+
+// A citation link into an earlier turn opens its (folded) passages.
+window.addEventListener("hashchange", () => {
+  const target = document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+  const folded = target && target.closest("details");
+  if (folded && !folded.open) {
+    folded.open = true;
+    target.scrollIntoView();
+  }
+});
 form.addEventListener("submit", ask);
+document.getElementById("new-conversation").addEventListener("click", newConversation);
 // Ctrl+Enter (or Cmd+Enter) in the question box asks, as Enter would in a one-line box.
 queryInput.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
 });
+
+// A link to a question (/?q=…) asks it on load.
+const linked = new URLSearchParams(window.location.search).get("q");
+if (linked && linked.trim()) {
+  queryInput.value = linked;
+  schemaReady.then(() => form.requestSubmit());
+}

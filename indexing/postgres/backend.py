@@ -27,7 +27,7 @@ from psycopg import sql
 
 from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
-from corpus.search_backend import BackendInfo, BackendUnavailable, ScoredChunk, StoredChunk
+from corpus.search_backend import BackendInfo, BackendUnavailable, CorpusStats, ScoredChunk, StoredChunk
 from indexing.bm25 import Bm25Settings, Bm25Tokenizer
 from indexing.postgres.keyword import KeywordSettings, KeywordStats, PostingCache, QueryTerm, top_chunks, warm
 from indexing.postgres.pool import ConnectionPool, PoolExhausted
@@ -138,6 +138,16 @@ class PostgresBackend:
 
         return self._call(score)
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        def look_up(connection: psycopg.Connection[Any], build: _Build) -> dict[str, np.ndarray]:
+            rows = connection.execute(
+                sql.SQL("SELECT chunk_id, embedding::text FROM {}.chunks WHERE chunk_id = ANY(%s)")
+                .format(sql.Identifier(build.schema)), [list(chunk_ids)]).fetchall()  # fmt: skip
+            found = {chunk_id: _vector_of(text) for chunk_id, text in rows}
+            return {chunk_id: found[chunk_id] for chunk_id in chunk_ids if chunk_id in found}
+
+        return self._call(look_up)
+
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         def look_up(connection: psycopg.Connection[Any], build: _Build) -> dict[str, StoredChunk]:
             rows = connection.execute(
@@ -242,7 +252,12 @@ class PostgresBackend:
             sql.SQL("SELECT manifest FROM {}.current_build WHERE build_id = %s").format(sql.Identifier(POINTER_SCHEMA)),
             [build_id],
         ).fetchone()[0]
-        build = _Build(build_id, schema, _info(manifest), Bm25Tokenizer(_bm25_settings(manifest)))
+        # Papers by year and without JEL codes, once per build (a chunk carries its paper's year and codes).
+        counts = connection.execute(sql.SQL(
+            "SELECT year, count(*), count(*) FILTER (WHERE cardinality(jel_codes) = 0) FROM (SELECT DISTINCT ON "
+            "(doc_no) year, jel_codes FROM {}.chunks) papers GROUP BY year").format(sql.Identifier(schema))).fetchall()
+        stats = CorpusStats({year: n for year, n, _ in counts}, {year: n for year, _, n in counts if n})
+        build = _Build(build_id, schema, _info(manifest, stats), Bm25Tokenizer(_bm25_settings(manifest)))
         with self._builds_lock:
             if build_id in self._builds:  # another thread got here first
                 return self._builds[build_id]
@@ -258,7 +273,7 @@ class PostgresBackend:
             log.warning("pre-warming the posting lists failed: %s", error)
 
 
-def _info(manifest: dict[str, Any]) -> BackendInfo:
+def _info(manifest: dict[str, Any], stats: CorpusStats | None = None) -> BackendInfo:
     embedding = manifest["embedding"]
     return BackendInfo(
         kind="postgres",
@@ -268,6 +283,7 @@ def _info(manifest: dict[str, Any]) -> BackendInfo:
         embedding_weights_sha256=embedding["weights_sha256"],
         embedding_dimension=embedding["dimension"],
         manifest=manifest,
+        stats=stats,
     )
 
 
@@ -297,6 +313,11 @@ def _filter_sql(filters: SearchFilters | None) -> tuple[sql.Composable | None, l
 def _vector_text(vector: np.ndarray) -> str:
     values = np.asarray(vector, dtype=np.float32).ravel()
     return "[" + ",".join(repr(float(value)) for value in values) + "]"
+
+
+def _vector_of(text: str) -> np.ndarray:
+    """pgvector's text form, "[0.1,0.2,...]", as a float32 array."""
+    return np.array([float(value) for value in text.strip("[]").split(",")], dtype=np.float32)
 
 
 def _reason(error: psycopg.Error) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from answering.answerer import PreparedAnswer, Question
 from answering.compose import lead_sentence
+from answering.faithful import attributed, attribution
 from answering.ports import GenerationOutcome
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
 
@@ -102,21 +103,27 @@ def test_without_the_decision_the_top_papers_answer_unchecked(make_services) -> 
 def test_prompt_passages_keep_their_sentences_closest_to_the_question(make_services) -> None:
     question = Question(query="Did disability claims rise in regions exposed to imports?", top_k=1,
                         coverage_check=False)  # fmt: skip
-    prepared = make_services(focus={"max_sentences": 1}).answerer.prepare(question)
+    prepared = make_services(focus={"max_sentences": 1}).answerer.prepare(question)  # by the sentence judge
     first = prepared.findings[0].prompt.passages[0]
     assert first.text == "Wages fell and disability claims rose in the most exposed regions."
-    assert "focus" in prepared.timings_ms
-    whole = make_services(focus={"enabled": False}).answerer.prepare(question)
+    assert "sentences" in prepared.timings_ms
+    by_cosine = make_services(focus={"max_sentences": 1}, sentence_judge={"model_dir": ""}).answerer.prepare(question)
+    assert by_cosine.findings[0].prompt.passages[0].text == first.text and "focus" in by_cosine.timings_ms
+    whole = make_services(focus={"enabled": False}, sentence_judge={"model_dir": ""}).answerer.prepare(question)
     assert whole.findings[0].prompt.passages[0].text.startswith("Import competition from China")
 
 
-def test_an_unchecked_answer_whose_papers_all_decline_is_not_covered(make_services) -> None:
+def test_an_unchecked_answer_never_shows_a_decline(make_services) -> None:
+    """coverage_check false skips the decision, but a finding that declines shows its paper's own sentence."""
     answerer = make_services().answerer
     prepared = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False, top_k=2))
     composer, outcomes = compose(prepared, [NOT_COVERED_ANSWER, NOT_COVERED_ANSWER.replace(".", " [1].")])
     answer = answerer.finish(prepared, composer, outcomes)
-    assert (answer.text, answer.coverage, answer.covered) == (NOT_COVERED_ANSWER, "not_covered", False)
-    assert answer.findings == []
+    assert "do not answer" not in answer.text and answer.coverage == "unchecked"
+    assert [f.passage for f in answer.findings] == [1, 2]
+    for finding in answer.findings:
+        document = prepared.hits[finding.passage - 1].document
+        assert finding.text.startswith(attribution(document.authors, document.year))
 
 
 def test_a_chosen_paper_whose_finding_declines_gets_its_closest_sentence_instead(make_services) -> None:
@@ -131,8 +138,7 @@ def test_a_chosen_paper_whose_finding_declines_gets_its_closest_sentence_instead
     answer = answerer.finish(prepared, composer, outcomes)
     assert "do not answer" not in answer.text and answer.covered
     assert [f.passage for f in answer.findings] == [first.passage, second.passage]
-    assert answer.findings[1].text == f"{second.fallback} [{second.passage}]" and answer.findings[1].supported
+    document = prepared.hits[second.passage - 1].document
+    shown = attributed(second.fallback, attribution(document.authors, document.year), document.abstract)
+    assert answer.findings[1].text == f"{shown[:-1]} [{second.passage}]." and answer.findings[1].supported
     assert answer.text.endswith(answer.findings[1].text)
-    # Without the decision a finding may decline: no fallback.
-    unchecked = answerer.prepare(Question(query=OFF_TOPIC, coverage_check=False, top_k=2))
-    assert [f.fallback for f in unchecked.findings] == [None, None]

@@ -105,3 +105,21 @@ def test_fallbacks_are_the_closest_sentence_in_the_third_person() -> None:
     assert third_person("Our results hold. Weights and usury are unchanged.") == (
         "Their results hold. Weights and usury are unchanged.")
     assert lead_sentence("We show wages rose. Then prices fell.") == "The authors show wages rose."
+
+
+def test_a_finding_with_a_finisher_is_shown_only_once_complete_and_as_the_finisher_says() -> None:
+    seen: list[str] = []
+
+    def finisher(text: str) -> str:
+        seen.append(text)
+        return "Smith (2001) finds that wages fell." if text else "Smith (2001) finds the fallback."
+
+    composer = AnswerComposer("One paper in the indexed abstracts addresses this.", [2], finishers=[finisher])
+    shown = composer.start()
+    shown += composer.feed(0, "Wages fell by")
+    assert shown == "One paper in the indexed abstracts addresses this."  # nothing unchecked is shown
+    shown += composer.feed(0, " 4.7 percent [1]. Later")
+    assert seen == ["Wages fell by 4.7 percent [2]."] and not composer.wants_more(0)
+    shown += composer.finish(0)
+    assert shown == composer.text == ("One paper in the indexed abstracts addresses this. Smith (2001) finds that "
+                                      "wages fell [2].")  # fmt: skip

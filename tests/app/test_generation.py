@@ -1,4 +1,5 @@
 import asyncio
+import threading
 import traceback
 
 import pytest
@@ -7,6 +8,7 @@ from answering.ports import GenerationOutcome, SamplingParams
 from app.config import GenerationQueueSettings
 from app.generation import GenerationQueue, GenerationTimeoutError, QueueFullError, ShuttingDownError
 from app.metrics import ServiceMetrics
+from runtime.arenas import IdleTrim
 
 PROMPT = "<|im_start|>user\nSay something about wages.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -47,7 +49,7 @@ def test_closing_the_stream_cancels_decoding_and_frees_the_slot(tiny_generator) 
 
     asyncio.run(run())
     assert queue.depth == 0
-    assert "aer_rag_generation_cancelled_total 1.0" in queue.metrics.render().decode()
+    assert 'aer_rag_generation_cancelled_total{reason="disconnect"} 1.0' in queue.metrics.render().decode()
 
 
 def test_a_request_past_its_timeout_is_stopped(tiny_generator) -> None:
@@ -105,7 +107,9 @@ def test_stopping_one_generation_leaves_the_others_and_closing_cancels_the_rest(
 
     ended = asyncio.run(run())
     assert [(index, outcome.finish_reason) for index, outcome in ended] == [(0, "cancelled")]
-    assert "aer_rag_generation_cancelled_total 2.0" in queue.metrics.render().decode()
+    shown = queue.metrics.render().decode()  # one normal early stop, one cancelled by the client going away
+    assert 'aer_rag_generation_cancelled_total{reason="stopped"} 1.0' in shown
+    assert 'aer_rag_generation_cancelled_total{reason="disconnect"} 1.0' in shown
     assert queue.depth == 0
 
 
@@ -149,3 +153,69 @@ def test_a_stream_ended_by_shutdown_or_timeout_logs_one_warning_line(caplog) -> 
         log_stream_failure(logger, "streamed answer", RuntimeError("a bug"))
     levels = [(record.levelname, record.exc_info is not None) for record in caplog.records]
     assert levels == [("WARNING", False), ("WARNING", False), ("ERROR", True)]
+
+
+def test_the_queue_refuses_once_an_answers_expected_time_is_over_its_limit(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=1, queue_size=8, max_wait_s=0.001, retry_after_s=2)
+
+    async def run() -> None:
+        queue.reserve()
+        assert queue.expected_wait_s() == 0  # nothing measured yet: no estimate, no refusal
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=3))
+        assert queue.depth == 0 and queue.expected_wait_s() > 0
+        queue.reserve()  # an idle server always admits
+        with pytest.raises(QueueFullError, match=r"over the 0\.001 s limit, behind 1 others") as refused:
+            queue.reserve()
+        assert refused.value.retry_after_s is not None and refused.value.retry_after_s >= 2
+        queue.cancel_reservation()
+
+    asyncio.run(run())
+    assert queue.depth == 0
+    assert "aer_rag_generation_rejected_total 1.0" in queue.metrics.render().decode()
+
+
+def test_a_queue_without_a_wait_limit_refuses_only_when_full(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=1, queue_size=1, max_wait_s=0)
+
+    async def run() -> None:
+        queue.reserve()
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=3))
+        queue.reserve()
+        queue.reserve()
+        with pytest.raises(QueueFullError, match="places for answers are taken"):
+            queue.reserve()
+
+    asyncio.run(run())
+
+
+def test_a_generation_timeout_is_counted_as_such(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, timeout_s=0.05)
+
+    async def run() -> None:
+        queue.reserve()
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=2000))
+
+    with pytest.raises(GenerationTimeoutError):
+        asyncio.run(run())
+    shown = queue.metrics.render().decode()
+    assert 'aer_rag_generation_cancelled_total{reason="timeout"} 1.0' in shown
+    assert 'aer_rag_generation_cancelled_total{reason="disconnect"} 0.0' in shown
+
+
+def test_freed_memory_is_trimmed_once_answers_go_idle_too(tiny_generator) -> None:
+    idle = IdleTrim(0.05)
+    queue = GenerationQueue(tiny_generator, GenerationQueueSettings(slots=1, queue_size=0), ServiceMetrics(), idle)
+
+    async def run() -> None:
+        queue.reserve()
+        await queue.generate(PROMPT, SamplingParams(max_new_tokens=2))
+
+    try:
+        asyncio.run(run())
+        for _ in range(200):  # the timer's own thread runs it; bounded only so a broken timer cannot hang
+            if idle.trims:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        idle.close()
+    assert idle.trims == 1 and queue.depth == 0

@@ -71,6 +71,21 @@ def test_searches_equal_the_local_backends(postgres_base: str, live_server) -> N
     assert httpx.get(f"{postgres_base}/v1/info", timeout=30).json()["index"]["backend"] == "postgres"
 
 
+def test_related_papers_and_citations_equal_the_local_backends(postgres_base: str, live_server) -> None:
+    local_base, _ = live_server(reranker=False)
+    for doc_id in ("10.1257/test.1", "10.1257/test.5"):
+        path = f"/v1/documents/{doc_id}/related?k=4"
+        local = httpx.get(local_base + path, timeout=30).json()["related"]
+        served = httpx.get(postgres_base + path, timeout=30).json()["related"]
+        assert len(served) == 4
+        assert [item["document"]["doc_id"] for item in served] == [item["document"]["doc_id"] for item in local]
+        for ours, theirs in zip(served, local, strict=True):
+            assert ours["similarity"] == pytest.approx(theirs["similarity"], abs=1e-3)
+    body = {"doc_ids": ["10.1257/test.2", "10.1257/test.7"], "format": "bibtex"}
+    assert (httpx.post(f"{postgres_base}/v1/documents/export", json=body, timeout=30).text
+            == httpx.post(f"{local_base}/v1/documents/export", json=body, timeout=30).text)  # fmt: skip
+
+
 def test_an_outage_is_a_clear_503_and_the_service_recovers_without_restart(own_server: EmbeddedPostgres,
                                                                            postgres_base: str) -> None:  # fmt: skip
     body = {"query": QUERIES[0], "top_k": 3, "rerank": False}

@@ -46,13 +46,70 @@ def test_client_disconnect_cancels_generation(server) -> None:
         while next(lines) != "event: delta":
             pass  # read up to the first token, then hang up
     deadline = time.monotonic() + 20
-    while metric(base, "aer_rag_generation_cancelled_total") < 1:
+    while metric(base, 'aer_rag_generation_cancelled_total{reason="disconnect"}') < 1:
         assert time.monotonic() < deadline, "generation was not cancelled after the client left"
         time.sleep(0.05)
     while services.queue.depth:
         assert time.monotonic() < deadline, "the generation slot was not freed"
         time.sleep(0.05)
     assert metric(base, "aer_rag_generated_tokens_total") < 1024
+
+
+@pytest.fixture
+def slow_engine(monkeypatch: pytest.MonkeyPatch, tiny_generator) -> None:
+    """The tiny engine at 20 ms a step, so that a long answer is still generating when its client leaves."""
+    runner = tiny_generator.scheduler.runner
+    execute = runner.execute
+
+    def slowly(plan):
+        time.sleep(0.02)
+        return execute(plan)
+
+    monkeypatch.setattr(runner, "execute", slowly)
+
+
+NOT_STREAMED = {
+    "/v1/ask": {"query": QUESTION, "generation": {"max_new_tokens": 1024}},
+    "/v1/chat/completions": {"model": "aer-rag", "messages": [{"role": "user", "content": QUESTION}],
+                             "max_tokens": 1024},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", sorted(NOT_STREAMED))
+def test_a_non_streamed_answer_whose_client_disconnects_stops_generating(server, slow_engine, path) -> None:
+    base, services = server
+    engine = services.queue.generator.scheduler
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up after 1 s and hangs up
+        httpx.post(f"{base}{path}", json=NOT_STREAMED[path], timeout=httpx.Timeout(1.0, connect=10.0))
+    deadline = time.monotonic() + 20  # bounded only so that a broken cancel cannot hang the test
+    while engine.running or engine.waiting or services.queue.depth:
+        assert time.monotonic() < deadline, "generation went on after the client left"
+        time.sleep(0.05)
+    tokens = metric(base, "aer_rag_generated_tokens_total")
+    time.sleep(0.5)
+    assert metric(base, "aer_rag_generated_tokens_total") == tokens  # nothing is generating any more
+    assert tokens < 1024  # not one finding ran to its end
+    assert metric(base, 'aer_rag_generation_cancelled_total{reason="disconnect"}') >= 1
+    assert metric(base, 'aer_rag_generation_cancelled_total{reason="stopped"}') == 0
+    assert metric(base, 'aer_rag_requests_total{method="POST",route="' + path + '",status="499"}') == 1
+
+
+def test_generation_is_refused_with_retry_after_once_the_expected_wait_is_too_long(live_server, slow_engine,
+                                                                                    sse) -> None:  # fmt: skip
+    base, services = live_server(generation={"max_wait_s": 0.001})
+    quick = {"query": QUESTION, "generation": {"max_new_tokens": 2}}
+    assert httpx.post(f"{base}/v1/ask", json=quick, timeout=60).status_code == 200  # an idle server admits
+    assert services.queue.expected_wait_s() > 0  # and has measured an answer
+    long = {"query": QUESTION, "stream": True, "generation": {"max_new_tokens": 1024}}
+    with httpx.stream("POST", f"{base}/v1/ask", json=long, timeout=60) as streaming:
+        lines = streaming.iter_lines()
+        while next(lines) != "event: delta":
+            pass  # one answer in flight: the next one's expected time is over the (tiny) limit
+        refused = httpx.post(f"{base}/v1/ask", json=quick, timeout=60)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "busy"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert "over the 0.001 s limit" in refused.json()["error"]["message"]
+    assert metric(base, "aer_rag_generation_rejected_total") == 1
 
 
 def run_app(*args: str) -> subprocess.CompletedProcess[str]:

@@ -4,11 +4,12 @@ import json
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from answering.session import AnswerReady, AnswerSession, PassagesFound, TextDelta
 from app.api.deps import ServicesDep
+from app.api.disconnect import answer_unless_gone, client_gone
 from app.api.errors import log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out, question_of, rerank_status
 from app.schemas import BODY_RESPONSES, AskRequest, AskResponse, ErrorResponse
@@ -23,7 +24,7 @@ one finding per paper, most relevant first, after an opening line; `findings` li
 With `stream: true` the answer comes as Server-Sent Events: `passages` (the numbered passages), then `delta`
 events ({"text": …}) as the answer is composed, then one `done` event with citations, findings, usage and timings
 (the same fields as the JSON answer). A failure mid-way sends an `error` event. Closing the connection cancels
-generation."""
+generation, streamed or not."""
 
 
 def sse_event(event: str, data: object) -> bytes:
@@ -43,7 +44,7 @@ def sse_event(event: str, data: object) -> bytes:
         **BODY_RESPONSES,
     },
 )
-async def ask(body: AskRequest, services: ServicesDep):
+async def ask(body: AskRequest, services: ServicesDep, request: Request):
     session = await services.start_answer(question_of(body))  # 429 now, before retrieval and any byte of a stream
     if body.stream:
         return StreamingResponse(
@@ -51,7 +52,9 @@ async def ask(body: AskRequest, services: ServicesDep):
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    answer = await session.answer()
+    answer = await answer_unless_gone(request, session)  # a client gone cancels it, streamed or not
+    if answer is None:
+        return client_gone()
     services.metrics.observe_stages(answer.timings_ms)
     return AskResponse(
         query=body.query,

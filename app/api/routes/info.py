@@ -20,6 +20,8 @@ def info(services: ServicesDep) -> InfoResponse:
     settings["reranker"]["first_stage_weight"] = reranker.first_stage_weight if reranker is not None else None
     served = services.backend.info()
     index = public_manifest(served.manifest) | {"backend": served.kind}
+    if served.stats is not None:  # what a year window can hold, and what a JEL filter leaves out
+        index |= {"latest_year": served.stats.latest_year, "papers_without_jel_codes": served.stats.without_jel()}
     if services.settings.api_key is None:
         # Exact package versions and build timings help an attacker more than a user: only for key holders.
         for detail in VERSION_DETAILS:

@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat endpoint, so existing clients (the openai package, Open WebUI, LangChain's OpenAI chat
-model) can ask the service: the last user message is the question; the answer is the message's content; the
-passages, verified citations and the per-paper findings ride along in the `aer_rag` field (of the response, or of
-the last chunk)."""
+model) can ask the service: the last user message is the question, the earlier user/assistant pairs its history (a
+follow-up is resolved against them); the answer is the message's content, ending with a numbered source list
+(setting `openai_source_list`); the passages, verified citations and the per-paper findings ride along in the
+`aer_rag` field (of the response, or of the last chunk)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
-from fastapi import APIRouter
+from anyio import to_thread
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from answering.answerer import Answer, GenerationOptions, Question
 from answering.session import AnswerReady, AnswerSession, TextDelta
+from app.api.chat_history import history_of, source_list
 from app.api.deps import ServicesDep
+from app.api.disconnect import answer_unless_gone, client_gone
 from app.api.errors import APIError, log_stream_failure, public_message
 from app.api.presenters import answer_result, passages_out
 from app.openai_schemas import (
@@ -70,6 +75,8 @@ def extra(answer: Answer) -> dict:
         "findings": [f.model_dump() for f in result.findings],
         "unsupported_sentences": result.unsupported_sentences,
         "notes": result.notes,
+        "resolved_query": result.resolved_query,
+        "applied_filters": result.applied_filters.model_dump(),
     }
 
 
@@ -94,8 +101,10 @@ def usage(answer: Answer) -> CompletionUsage:
         **BODY_RESPONSES,
     },
 )
-async def chat_completions(body: ChatCompletionRequest, services: ServicesDep):
-    session = await services.start_answer(question_of(body))
+async def chat_completions(body: ChatCompletionRequest, services: ServicesDep, request: Request):
+    question = question_of(body)
+    question = replace(question, history=await to_thread.run_sync(history_of, body.messages, services.backend))
+    session = await services.start_answer(question)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if body.stream:
@@ -105,11 +114,14 @@ async def chat_completions(body: ChatCompletionRequest, services: ServicesDep):
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    answer = await session.answer()
+    answer = await answer_unless_gone(request, session)  # a client gone cancels it, streamed or not
+    if answer is None:
+        return client_gone()
     services.metrics.observe_stages(answer.timings_ms)
+    content = answer.text + (source_list(answer) if services.settings.openai_source_list else "")
     return ChatCompletion(
         id=completion_id, created=created, model=MODEL_ID,
-        choices=[Choice(message=AssistantMessage(content=answer.text), finish_reason=finish_reason(answer))],
+        choices=[Choice(message=AssistantMessage(content=content), finish_reason=finish_reason(answer))],
         usage=usage(answer), aer_rag=extra(answer),
     )  # fmt: skip
 
@@ -135,6 +147,8 @@ async def stream_chunks(services: Services, session: AnswerSession, completion_i
                 services.metrics.observe_stages(answer.timings_ms)
                 if not answer.prepared.generates:  # declined: the statement is the whole answer
                     yield chunk(completion_id, created, {"content": answer.text})
+                if services.settings.openai_source_list and (sources := source_list(answer)):
+                    yield chunk(completion_id, created, {"content": sources})
                 yield chunk(completion_id, created, {}, finish_reason(answer), aer_rag=extra(answer))
                 if include_usage:
                     payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,

@@ -25,7 +25,7 @@ def test_ask_answers_with_numbered_passages_findings_usage_and_timings(client: T
         assert finding["doi"] == passage["document"]["doi"] and 0 <= finding["probability"] <= 1
     assert 0 < body["usage"]["generated_tokens"] <= 16 * len(findings) and body["usage"]["prompt_tokens"] > 100
     assert body["finish_reason"] in {"stop", "length"}
-    assert {"retrieve", "answerability", "focus", "prompt", "generate"} <= set(body["timings_ms"])
+    assert {"retrieve", "answerability", "sentences", "prompt", "generate"} <= set(body["timings_ms"])
     assert isinstance(body["answer"], str)
     # Every answer sentence is checked; unsupported ones are listed.
     assert body["unsupported_sentences"] == [i for i, s in enumerate(body["sentences"]) if not s["supported"]]
@@ -135,3 +135,82 @@ def test_extreme_sampling_values_still_answer(client: TestClient, sse, generatio
     assert client.post("/v1/ask", json=request).status_code == 200
     events = sse(client.post("/v1/ask", json={**request, "stream": True}).text)
     assert events[-1][0] == "done"
+
+
+def test_a_followup_is_answered_in_the_context_of_the_history(client: TestClient, sse) -> None:
+    first = client.post("/v1/ask", json={"query": COVERED}).json()
+    turn = {"question": COVERED, "answer": first["answer"], "doc_ids": [f["doc_id"] for f in first["findings"]]}
+    body = client.post("/v1/ask", json={"query": "What about fast food wages instead?", "history": [turn]}).json()
+    assert body["query"] == "What about fast food wages instead?"
+    resolved = body["resolved_query"]
+    assert resolved.startswith("What about fast food wages instead? (") and "minimum" in resolved
+    assert any(note.startswith("Read as a follow-up to:") for note in body["notes"])
+    assert body["passages"][0]["document"]["doi"] == "10.1257/test.1"
+    # Streamed: the done event carries the same fields.
+    with client.stream("POST", "/v1/ask", json={"query": "What about fast food wages instead?", "history": [turn],
+                                                "stream": True}) as response:  # fmt: skip
+        done = sse(response.read().decode())[-1]
+    assert done[0] == "done" and done[1]["resolved_query"] == body["resolved_query"]
+    assert done[1]["applied_filters"] == {"year_min": None, "year_max": None, "jel_prefix": None, "sources": {},
+                                          "meaning": None}  # fmt: skip
+
+
+def test_a_standalone_question_is_its_own_resolved_query(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": COVERED, "history": [{"question": "Do carbon taxes cut emissions?"}]})
+    assert body.json()["resolved_query"] == COVERED and not any("follow-up" in n for n in body.json()["notes"])
+
+
+def test_referred_papers_are_among_the_judged_passages(make_services) -> None:
+    services = make_services(answering={"evidence_k": 1, "max_new_tokens": 8})
+    with TestClient(create_app(services.settings, services)) as client:
+        turn = {"question": "Do carbon taxes reduce emissions?", "doc_ids": ["10.1257/test.5", "10.1257/test.8"]}
+        body = client.post("/v1/ask", json={"query": "Which of those is most recent?", "history": [turn]}).json()
+    assert {"10.1257/test.5", "10.1257/test.8"} <= {p["document"]["doi"] for p in body["passages"]}
+
+
+def test_a_window_in_the_words_filters_the_years_and_says_so(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": "Since 2022, what do firms expect about inflation?"}).json()
+    assert body["applied_filters"]["year_min"] == 2022 and body["applied_filters"]["sources"] == {
+        "year_min": "question words"}
+    assert body["applied_filters"]["meaning"] == "Since 2022: papers from 2022 or later."
+    assert {p["document"]["year"] for p in body["passages"]} <= {2022, 2023, 2024}
+    assert any(note.startswith("Read a time window in the question") for note in body["notes"])
+
+
+def test_explicit_filters_win_over_the_words(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": "Since 2022, what do firms expect about inflation?",
+                                        "filters": {"year_min": 2000, "year_max": 2005}}).json()  # fmt: skip
+    assert body["applied_filters"]["sources"] == {"year_min": "request", "year_max": "request"}
+    assert {p["document"]["year"] for p in body["passages"]} <= set(range(2000, 2006))
+
+
+def test_an_empty_window_is_declined_with_its_reason(client: TestClient) -> None:
+    body = client.post("/v1/ask", json={"query": "What did papers after 2030 find about minimum wages?"}).json()
+    assert body["coverage"] == "not_covered" and body["answer"] == NOT_COVERED_ANSWER and body["passages"] == []
+    assert any("No paper in the index falls in the time window" in n and "after 2030" in n for n in body["notes"])
+
+
+def test_a_jel_filter_says_what_it_leaves_out_and_info_counts_it(make_services) -> None:
+    services = make_services()
+    # One paper of the tiny index without JEL codes, so the filter's note has something to say.
+    stats = services.backend.info().stats
+    assert stats is not None and stats.without_jel() == 0
+    with TestClient(create_app(services.settings, services)) as client:
+        info = client.get("/v1/info").json()["index"]
+        assert info["papers_without_jel_codes"] == 0 and info["latest_year"] == 2024
+        body = client.post("/v1/ask", json={"query": COVERED, "filters": {"jel_prefix": "J"}}).json()
+    assert body["applied_filters"]["jel_prefix"] == "J" and body["applied_filters"]["sources"] == {
+        "jel_prefix": "request"}
+    assert not any("JEL filter" in note for note in body["notes"])  # no paper lacks codes here
+
+
+def test_history_is_bounded_and_invalid_filters_are_explained(client: TestClient) -> None:
+    turn = {"question": "Do carbon taxes cut emissions?"}
+    for history in ([turn] * 11, [{**turn, "answer": "x" * 8001}], [{**turn, "doc_ids": ["d"] * 11}],
+                    [{**turn, "question": "q" * 1001}], [{**turn, "cited": []}]):  # fmt: skip
+        assert client.post("/v1/ask", json={"query": COVERED, "history": history}).status_code == 422
+    response = client.post("/v1/ask", json={"query": COVERED, "filters": {"year_min": 2020, "year_max": 2010}})
+    assert response.status_code == 422 and "year_min (2020) is after year_max (2010)" in response.text
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert "year_min (2020) is after year_max (2010)" in schema["Filters"]["description"]
+    assert schema["AskRequest"]["properties"]["history"]["maxItems"] == 10

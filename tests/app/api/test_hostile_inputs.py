@@ -90,3 +90,27 @@ def test_a_huge_integer_or_a_lone_surrogate_is_a_400_before_the_key_check(secure
     pair = '{"query": "wages \\ud83d\\ude00"}'
     response = secured.post(path, content=pair, headers={"Content-Type": "application/json", "X-API-Key": "k"})
     assert response.status_code != 400 or response.json()["error"]["code"] != "invalid_unicode"
+
+
+# Bodies no schema allows, or JSON that strict parsers refuse, each sent to every route that reads a body.
+HOSTILE_BODIES = [
+    "null", "[]", '"wages"', "12", "true", "{}", '{"query": NaN}', '{"query": Infinity}', '{"query": -Infinity}',
+    '{"query": "a", "query": "b", "top_k": 1}', '{"query": "wages", "unknown": 1}', '{"query": "\\u0000\\u0007"}',
+    '{"query": "wages", "top_k": -1}', '{"query": "wages", "top_k": 1e400}', '{"query": "wages", "top_k": 3.0}',
+    '{"query": ' + '"' + "x" * 60_000 + '"}', '{"model": null, "messages": null}', '{"ids": [null, 1, {}]}',
+    '{"model": "aer-rag", "messages": [{"role": "system", "content": "no user"}]}', '{"query": {"$gt": ""}}',
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body", HOSTILE_BODIES, ids=range(len(HOSTILE_BODIES)))
+def test_hostile_bodies_on_every_body_route_are_refused_or_served_never_a_server_error(client: TestClient,
+                                                                                      body: str) -> None:  # fmt: skip
+    spec = client.app.openapi()  # type: ignore[attr-defined]
+    routes = [path for path, methods in spec["paths"].items() if "post" in methods]
+    assert {"/v1/search", "/v1/ask", "/v1/chat/completions"} <= set(routes)
+    for path in routes:
+        concrete = path.replace("{doc_id}", "10.1257%2Ftest.1")
+        response = client.post(concrete, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code < 500, (path, response.status_code, response.text[:200])
+        if response.status_code >= 400:
+            assert "error" in response.json(), (path, response.text[:200])  # every error is JSON of one shape

@@ -1,0 +1,47 @@
+"""Sentence-level evidence: each paper's answering sentences first, and the decision's sentence bars."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from answering.answerability import AnswerabilityVerdict, SentenceBars
+from answering.evidence import PaperSentences, SentenceEvidence, sharpened
+from answering.prompt import Passage
+
+
+class WordScorer:
+    """A sentence scorer that calls a sentence answering when it states a result ("find", "show") on the query's
+    last word: enough to drive the stage's logic through its port."""
+
+    name = "words"
+
+    def score(self, query: str, title: str, sentences: Sequence[str]) -> list[float]:
+        topic = query.rstrip("?").split()[-1].lower()
+        return [4.0 if topic in s.lower() and ("find" in s or "show" in s) else -4.0 for s in sentences]
+
+
+def test_focus_puts_the_sentence_stating_the_result_first_not_the_one_restating_the_topic() -> None:
+    text = "We study wages in Ohio. We use payroll data. We find that wages fell by 4.5 percent."
+    passage = Passage(1, "d", "d#0", "Wages", 2001, text)
+    evidence = SentenceEvidence(WordScorer(), max_sentences=2)
+    (sentences,) = evidence.weigh_texts("What happened to wages?", [("Wages", text)])
+    assert sentences.best == "We find that wages fell by 4.5 percent."
+    focused = evidence.focused(passage, sentences).text
+    assert focused == "We find that wages fell by 4.5 percent. We study wages in Ohio."
+
+
+def sentences_with(best: float) -> PaperSentences:
+    return PaperSentences(("a", "b"), (best, 0.01))
+
+
+def test_the_sentence_bars_drop_papers_without_an_answering_sentence_and_resolve_a_hedge() -> None:
+    covered = AnswerabilityVerdict("covered", 0.9, "judged", answering=(0, 3))
+    weighed = {0: sentences_with(0.9), 3: sentences_with(0.2)}
+    assert sharpened(covered, weighed, SentenceBars(sentence_from=0.5)).answering == (0,)
+    assert sharpened(covered, weighed, SentenceBars()).answering == (0, 3)  # no bar: as decided
+    declined = sharpened(covered, weighed, SentenceBars(sentence_from=0.95))
+    assert declined.coverage == "not_covered" and not declined.answering
+    hedge = AnswerabilityVerdict("partial", 0.5, "in between", answering=(3,))
+    assert sharpened(hedge, weighed, SentenceBars(rescue_from=0.1)).coverage == "covered"
+    assert sharpened(hedge, weighed, SentenceBars(rescue_from=0.5)).coverage == "not_covered"
+    assert sharpened(hedge, weighed, SentenceBars()).coverage == "partial"  # no bar: the hedge stays

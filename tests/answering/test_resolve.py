@@ -1,0 +1,81 @@
+"""The resolve stage: follow-ups, time windows from the words, the request's filters winning, empty windows."""
+
+from answering.conversation import CitedPaper, Turn
+from answering.resolve import resolve_question
+from corpus.filters import SearchFilters
+from corpus.search_backend import CorpusStats
+
+# Ten papers: 1999-2024, four of them without JEL codes.
+STATS = CorpusStats({1999: 1, 2004: 2, 2012: 1, 2013: 1, 2022: 2, 2023: 1, 2024: 2}, {1999: 1, 2004: 2, 2024: 1})
+TITLES = {"a": ("Carbon Taxes and Emissions", 2022), "b": ("Fuel Taxes and Driving", 2013)}
+HISTORY = (Turn("Do carbon taxes reduce emissions?", "Two papers answer. ...",
+                (CitedPaper("a", "", None), CitedPaper("b", "", None))),)  # fmt: skip
+
+
+def resolve(question, history=(), filters=None):
+    return resolve_question(question, history, filters, STATS, TITLES.get)
+
+
+def test_a_standalone_question_passes_through_unfiltered() -> None:
+    resolved = resolve("Do minimum wages reduce teenage employment?", HISTORY)
+    assert resolved.query == resolved.retrieval_query == "Do minimum wages reduce teenage employment?"
+    assert not resolved.is_followup and resolved.filters is None and resolved.notes == () and resolved.decline is None
+    assert resolved.applied.sources == {}
+
+
+def test_a_window_in_the_words_becomes_the_year_filter_and_leaves_the_searched_text() -> None:
+    resolved = resolve("Since 2022, what do we know about carbon taxes?")
+    assert resolved.filters == SearchFilters(year_min=2022)
+    assert resolved.retrieval_query == resolved.judge_query == "What do we know about carbon taxes?"
+    assert resolved.applied.sources == {"year_min": "question words"}
+    assert resolved.applied.meaning == "Since 2022: papers from 2022 or later."
+    assert any("Read a time window in the question: Since 2022" in note for note in resolved.notes)
+
+
+def test_relative_words_count_back_from_the_index_latest_year() -> None:
+    resolved = resolve("What does recent research say about carbon taxes?")
+    assert resolved.filters == SearchFilters(year_min=2015)  # the last ten years of a corpus ending in 2024
+
+
+def test_the_request_filters_win_and_the_words_fill_only_what_they_left_open() -> None:
+    won = resolve("Since 2022, what do we know about carbon taxes?", filters=SearchFilters(year_min=2010))
+    assert won.filters == SearchFilters(year_min=2010) and won.applied.sources == {"year_min": "request"}
+    assert won.applied.meaning is None and any("request's year filter wins" in note for note in won.notes)
+    filled = resolve("What did papers before 2020 find about carbon taxes?", filters=SearchFilters(year_min=2010,
+                                                                                                   jel_prefix="Q5"))
+    assert filled.filters == SearchFilters(year_min=2010, year_max=2019, jel_prefix="Q5")
+    assert filled.applied.sources == {"year_min": "request", "jel_prefix": "request", "year_max": "question words"}
+
+
+def test_a_followup_is_resolved_and_its_referred_papers_named() -> None:
+    resolved = resolve("Which of those is most recent?", HISTORY)
+    assert resolved.is_followup and resolved.query.startswith("Which of those is most recent? (")
+    assert "carbon" in resolved.query and resolved.referred == ("a", "b")  # newest first, titles looked up
+    assert resolved.notes[0].startswith("Read as a follow-up to: “Do carbon taxes reduce emissions?”")
+    second = resolve("What did the second paper find?", HISTORY)
+    assert second.referred == ("b",) and "Fuel Taxes and Driving, 2013" in second.notes[0]
+
+
+def test_unknown_cited_ids_are_left_out() -> None:
+    history = (Turn("Do carbon taxes reduce emissions?", "", (CitedPaper("gone", "", None),)),)
+    assert resolve("Which of those is most recent?", history).referred == ()
+
+
+def test_a_window_no_paper_falls_in_is_a_reason_to_decline() -> None:
+    resolved = resolve("What about after 2030?", HISTORY)
+    assert resolved.is_followup and resolved.filters == SearchFilters(year_min=2031)
+    assert resolved.decline is not None and "after 2030" in resolved.decline and "No paper" in resolved.decline
+    assert "1999 to 2024" in resolved.decline
+    assert resolve("Minimum wages", filters=SearchFilters(year_min=2005, year_max=2011)).decline is not None
+
+
+def test_a_jel_filter_says_how_many_papers_without_codes_it_leaves_out() -> None:
+    everything = resolve("Carbon taxes and emissions", filters=SearchFilters(jel_prefix="q5"))
+    assert "The JEL filter Q5 leaves out the 4 papers (40%) that carry no JEL codes." in everything.notes
+    recent = resolve("Carbon taxes and emissions since 2020", filters=SearchFilters(jel_prefix="Q5"))
+    assert "The JEL filter Q5 leaves out the 1 paper (20%) that carry no JEL codes." in recent.notes
+
+
+def test_without_index_stats_no_window_is_read() -> None:
+    resolved = resolve_question("Since 2022, what about carbon taxes?", (), None, None)
+    assert resolved.filters is None and resolved.retrieval_query == "Since 2022, what about carbon taxes?"
