@@ -9,7 +9,7 @@ port's cost) and with the default rerank (what users get), the same queries in t
     python -m benchmarks.backends [--index var/index] [--corpus ../shared/data/aer_abstracts.csv] [--requests 200]
 
 The development questions on both backends: `python -m benchmarks.aer_dev --config local --config
-postgres:AER_RAG_BACKEND__KIND=postgres,AER_RAG_BACKEND__DSN=<dsn>` (README). JSON to
+postgres:AER_RAG_BACKEND__KIND=postgres,AER_RAG_BACKEND__DSN=<dsn>` (docs/backends.md). JSON to
 benchmarks/results/backends.json.
 """
 

@@ -4,9 +4,9 @@ weights and arithmetic in 11 kernels a layer instead of about 31, for the CUDA g
 The step is the model's forward for a decode segment (models/model.py: Transformer.forward with a tensor of
 positions and a fixed attend_len), written out layer by layer: the residual add with the next RMSNorm, rotary with
 the cache writes, the mask with the softmax, and SwiGLU's product each run as one kernel; the projections and
-attention's two products stay torch's (cuBLAS). Measured on an H200 (README): the captured step takes 1.0 ms for 1
-to 16 rows against 2.7-3.1 ms unfused. Our own Triton products with the norm and SwiGLU folded in (8 kernels a
-layer) were tried: 2.0 ms, slower than cuBLAS's at these shapes, so not kept.
+attention's two products stay torch's (cuBLAS). Measured on an H200 (docs/generator.md): the captured step takes
+1.0 ms for 1 to 16 rows against 2.7-3.1 ms unfused. Our own Triton products with the norm and SwiGLU folded in
+(8 kernels a layer) were tried: 2.0 ms, slower than cuBLAS's at these shapes, so not kept.
 """
 
 from __future__ import annotations

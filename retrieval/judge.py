@@ -42,7 +42,7 @@ class JudgeSettings(BaseModel):
                            description="auto: int8 on CPU, the device's fast float type elsewhere.")  # fmt: skip
     batch_size: int = Field(16, ge=1, le=256)
     # 256, not the reranker's 192: question, title and passage exceed 192 tokens for about 5% of the passages, and
-    # the cut falls at the abstract's end, where findings are stated (README, issue 20's fourth round).
+    # the cut falls at the abstract's end, where findings are stated (docs/answering.md, the judge gate and its bars).
     max_length: int = Field(256, ge=16, le=512, description="Tokens of (question, title and passage) the judge reads.")
 
     @field_validator("model_dirs", mode="before")

@@ -6,7 +6,7 @@ cores, it spins only 100 times (GOMP's "throttled" spin count, about a microseco
 in the kernel, so every torch op and every decode step pays to wake its team again. With OMP_WAIT_POLICY=ACTIVE
 the throttled count is 1,000, long enough to bridge the gap between one op and the next; GOMP_SPINCOUNT keeps
 the unthrottled spin at libgomp's own default (300,000, about 3 ms), so an idle server does not keep spinning.
-Measured on a 2-core EPYC through the scheduler (README, "Generator and many users at once"): time to first token
+Measured on a 2-core EPYC through the scheduler (docs/generator.md): time to first token
 of the 1,485-token prompt 4.54 -> 3.77 s, batch-1 decode 88 -> 113 tokens/s.
 
 Every OpenMP runtime in this environment is libgomp (torch's, and the copies faiss and scikit-learn bundle). LLVM's
