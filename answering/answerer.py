@@ -369,8 +369,9 @@ def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSen
     faithful or declines."""
     document = hit.document
     best = sentences.best if sentences is not None else lead_sentence(focused.text)
+    answering = sentences.answering() if sentences is not None else ()
     return partial(finished_finding, abstract=document.abstract, title=document.title,
-                   who=attribution(document.authors, document.year), fallback=best)
+                   who=attribution(document.authors, document.year), fallback=best, answering=answering)
 
 
 def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:

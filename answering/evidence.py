@@ -20,10 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from answering.answerability import AnswerabilityVerdict, SentenceBars, sigmoid
+from answering.faithful import is_question
 from answering.ports import SentenceScorer
 from answering.prompt import Passage
 from corpus.sentences import split_sentences
 from retrieval.types import RetrievedChunk
+
+ANSWERING_SENTENCE = 0.5  # P at which the sentence judge says a sentence states a result that answers
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,10 @@ class PaperSentences:
 
     @property
     def ranked(self) -> list[int]:
-        """Sentence indices, the most answering first (ties: the abstract's order)."""
-        return sorted(range(len(self.sentences)), key=lambda i: (-self.probabilities[i], i))
+        """Sentence indices, the most answering first (ties: the abstract's order); the abstract's own questions
+        last, whatever their score: they state no finding."""
+        return sorted(range(len(self.sentences)),
+                      key=lambda i: (is_question(self.sentences[i]), -self.probabilities[i], i))  # fmt: skip
 
     @property
     def best(self) -> str:
@@ -45,6 +50,12 @@ class PaperSentences:
     @property
     def best_probability(self) -> float:
         return max(self.probabilities)
+
+    def answering(self, bar: float = ANSWERING_SENTENCE) -> tuple[str, ...]:
+        """The sentences that state a result answering the question (P >= bar), the best always among them: a
+        generated finding must be written from one of these."""
+        return tuple(dict.fromkeys([self.best, *(s for s, p in zip(self.sentences, self.probabilities, strict=True)
+                                                  if p >= bar and not is_question(s))]))
 
 
 class SentenceEvidence:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from answering.compose import third_person
+from corpus.authors import people
 from corpus.sentences import split_sentences
 
 # A number as written: 120,000-180,000 is two numbers; 0.5, 12%, 1990s, $3.2 are one each.
@@ -23,6 +24,9 @@ _NOT_NAMES = frozenset(("I", "The", "A", "An", "In", "This", "These", "We", "Our
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
 # What a finding may not end on: a sentence ends on its punctuation (a closing bracket or quote may follow).
 _COMPLETE_ENDING = re.compile(r"[.!?][\"'”’)\]]*$")
+_FUNCTION_WORDS = frozenset(("that", "this", "these", "those", "with", "from", "their", "they", "have", "which",
+                             "authors", "author", "paper", "study", "find", "finds", "show", "shows", "also", "than",
+                             "more", "when", "were", "been", "into", "between", "about"))  # fmt: skip
 MIN_FINDING_WORDS = 5  # fewer: the generation stopped before it said anything
 # The service's own decline, in the words the fine-tuned generator uses for it.
 _DECLINE = re.compile(r"\bindexed abstracts?\b|\bdo not (?:answer|address) this question\b")
@@ -35,7 +39,14 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
 # Leading subjects the generator writes for a paper, replaced by who found it.
 _GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
-    r"The article|They|We|I)\b\s*", re.IGNORECASE)  # fmt: skip
+    r"The article|They|We|I|It(?= (?:shows|finds|argues|documents|demonstrates|suggests|estimates)\b))\b\s*",
+    re.IGNORECASE)  # fmt: skip
+# Words that open a sentence by linking it to the one before ("However, …", "Second, …"): dropped when the sentence
+# stands alone as a finding.
+_LINKING_OPENER = re.compile(
+    r"^(?:However|Second|Third|First|Finally|Moreover|Furthermore|In addition|Additionally|Also|Further|Thus|Hence|"
+    r"Therefore|Overall|In particular|Instead|Importantly|Consequently|As a result|In contrast|By contrast|"
+    r"In the (?:first|second|third) (?:part|half)?|Second and finally|And)\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
 
 def numbers_of(text: str) -> list[str]:
@@ -87,29 +98,44 @@ def is_faithful(finding: str, abstract: str, title: str = "") -> bool:
             and subject_kept(finding, abstract))  # fmt: skip
 
 
-def finished_finding(generated: str, abstract: str, title: str, who: str, fallback: str) -> str:
+def finished_finding(generated: str, abstract: str, title: str, who: str, fallback: str,
+                     answering: tuple[str, ...] = ()) -> str:  # fmt: skip
     """The finding shown for one paper: the generated one, opened by who found it, when it is faithful to its
-    abstract and not a decline; otherwise the paper's best finding sentence (`fallback`), attributed. Markers are
-    the caller's (the text returned has none)."""
+    abstract, not a decline and (given the passage's `answering` sentences, those the sentence judge says state
+    the result) stated from one of them; otherwise the paper's best finding sentence (`fallback`), attributed.
+    Markers are the caller's (the text returned has none)."""
     text = " ".join(_CITATION.sub("", generated).split())
-    usable = len(text.split()) >= MIN_FINDING_WORDS and not _DECLINE.search(text.lower())
-    if usable and is_faithful(text, abstract, title):
-        return with_attribution(text, who)
-    return attributed(fallback, who, abstract)
+    usable = len(text.split()) >= MIN_FINDING_WORDS and not _DECLINE.search(text.lower()) and not is_question(text)
+    usable = usable and is_faithful(text, abstract, title)
+    if usable and answering:
+        usable = source_sentence(text, sentences_of(abstract)) in answering
+    return attributed(text if usable else fallback, who, abstract)
 
 
-def surname(author: str) -> str:
-    """'Autor, David H.' -> 'Autor'; 'Hunt Allcott' -> 'Allcott'."""
-    author = author.strip()
-    if "," in author:
-        return author.split(",")[0].strip()
-    return author.split()[-1] if author.split() else author
+def source_sentence(finding: str, sentences: list[str]) -> str | None:
+    """The abstract sentence a finding was written from: the one sharing most of its content words (the generator
+    copies closely); None when no sentence shares half of them."""
+    words = _content_words(finding)
+    if not words or not sentences:
+        return None
+    overlap = [len(words & _content_words(sentence)) / len(words) for sentence in sentences]
+    best = max(range(len(sentences)), key=overlap.__getitem__)
+    return sentences[best] if overlap[best] >= 0.5 else None
+
+
+def _content_words(text: str) -> set[str]:
+    return {word.lower() for word in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", _CITATION.sub("", text))} - _FUNCTION_WORDS
+
+
+def is_question(sentence: str) -> bool:
+    """An abstract's own question ("Should we count …?") states no finding."""
+    return _CITATION.sub("", sentence).rstrip().rstrip("\"'”’)]").endswith("?")
 
 
 def attribution(authors: Sequence[str], year: int | None) -> str:
     """'Autor, Dorn, and Hanson (2013)', 'Smith and Jones (2001)', 'Lee et al. (2020)'; 'The authors (2013)' when
     the authors are not recorded; no year when none is recorded."""
-    names = [surname(author) for author in authors if author.strip()]
+    names = [person.last for person in people(authors)]
     if not names:
         who = "The authors"
     elif len(names) == 1:
@@ -128,13 +154,17 @@ def _agreeing(rest: str, singular: bool) -> str:
     verb, _, tail = rest.partition(" ")
     if singular and verb.lower() in _BASE_VERBS:
         verb = verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
+    elif not singular:  # "It shows" -> "Smith and Jones (2001) show"
+        verb = next((verb[: -len(end)] for end in ("es", "s") if verb.lower()[: -len(end)] in _BASE_VERBS
+                     and verb.lower().endswith(end)), verb)  # fmt: skip
     return f"{verb} {tail}".rstrip()
 
 
 def attributed(sentence: str, who: str, abstract: str = "") -> str:
     """The sentence as a finding of `who`: 'We find that X' -> 'Who find that X'; 'X rose' -> 'Who find that x
     rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name)."""
-    sentence = _CITATION.sub("", sentence).strip()
+    sentence = _LINKING_OPENER.sub("", _CITATION.sub("", sentence).strip(), count=1)
+    sentence = sentence[:1].upper() + sentence[1:]
     singular = _is_single(who)
     subject = _GENERIC_SUBJECT.match(sentence)
     if subject:
@@ -145,13 +175,6 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
         rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
     body = sentence if keeps_capital else sentence[:1].lower() + sentence[1:]
     return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
-
-
-def with_attribution(finding: str, who: str) -> str:
-    """A generated finding whose subject is generic ('The authors find …') opened by who found it instead."""
-    finding = finding.strip()
-    subject = _GENERIC_SUBJECT.match(finding)
-    return f"{who} {_agreeing(finding[subject.end():], _is_single(who))}" if subject else finding
 
 
 def _is_single(who: str) -> bool:

@@ -11,70 +11,17 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from corpus.authors import people
 from corpus.documents import Document
 
 JOURNAL = "American Economic Review"
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "la", "le", "ter", "dos", "das"}
-_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 _STOPWORDS = {"a", "an", "the", "on", "of", "in", "and", "for", "to", "do", "does", "is", "are", "we", "this",
               "how", "what", "why", "when", "who", "with", "at", "by", "from", "as", "our"}  # fmt: skip
 _BIBTEX_SPECIALS = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "%": r"\%",
                     "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
 PREVIEW_WORDS = 8
-
-
-@dataclass(frozen=True)
-class Person:
-    last: str
-    given: str = ""
-    suffix: str = ""
-
-    @property
-    def inverted(self) -> str:
-        """"Last, Given" (BibTeX's "Last, Suffix, Given" when there is a suffix)."""
-        if not self.given:
-            return self.last
-        return f"{self.last}, {self.suffix}, {self.given}" if self.suffix else f"{self.last}, {self.given}"
-
-
-def _split_name(words: list[str]) -> tuple[str, str]:
-    """A "Given Last" run of words as (given, last): the last word with any lowercase particles before it."""
-    if len(words) == 1:
-        return "", words[0]
-    start = len(words) - 1
-    while start > 1 and words[start - 1].lower() in _PARTICLES:
-        start -= 1
-    return " ".join(words[:start]), " ".join(words[start:])
-
-
-def people(authors: Iterable[str]) -> list[Person]:
-    """The authors as people, in order, whatever form the corpus gives them in."""
-    found: list[Person] = []
-    for entry in authors:
-        entry = " ".join(entry.split())
-        if not entry:
-            continue
-        if "," not in entry:  # "Hunt Allcott", "Robert E. Lucas Jr."
-            words = entry.split()
-            suffix = words.pop() if len(words) > 2 and words[-1].lower() in _SUFFIXES else ""
-            given, last = _split_name(words)
-            found.append(Person(last, given, suffix))
-            continue
-        pieces = [piece.strip() for piece in entry.split(",")]
-        if len(pieces) == 3 and pieces[1].lower() in _SUFFIXES:  # "Lucas, Jr., Robert E."
-            found.append(Person(pieces[0], pieces[2], pieces[1]))
-            continue
-        # "Last1, Given1 Last2, Given2 ...": every inner piece is one author's given names and the next one's last.
-        last = pieces[0]
-        for inner in pieces[1:-1]:
-            given, next_last = _split_name(inner.split()) if inner else ("", "")
-            found.append(Person(last, given))
-            last = next_last
-        found.append(Person(last, pieces[-1]))
-    return [person for person in found if person.last]
 
 
 def abstract_preview(document: Document, words: int = PREVIEW_WORDS) -> str:

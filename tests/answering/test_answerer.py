@@ -84,7 +84,9 @@ def test_a_partial_answer_says_so_first(make_services) -> None:
     generated = "Employment did not fall after the increase [1]."
     composer, outcomes = compose(prepared, [generated])
     answer = answerer.finish(prepared, composer, outcomes)
-    assert answer.text == f"{PARTIAL_ANSWER_PREFACE} {generated}"
+    document = prepared.hits[prepared.findings[0].passage - 1].document
+    shown = attributed(generated, attribution(document.authors, document.year))
+    assert answer.text == f"{PARTIAL_ANSWER_PREFACE} {shown[:-1]} [1]."
     assert answer.coverage == "partial" and not answer.covered
     # The caveat is the service's sentence, not a claim to support; the generated sentence is checked.
     first, second = answer.report.sentences

@@ -5,10 +5,10 @@ from __future__ import annotations
 from answering.faithful import (
     attributed,
     attribution,
+    finished_finding,
     is_complete,
     is_faithful,
     unfaithful_specifics,
-    with_attribution,
 )
 
 ABSTRACT = ("We estimate that 120,000-180,000 jobs were lost in Ohio before 1982. The regulator designs the auction "
@@ -51,4 +51,31 @@ def test_an_abstract_sentence_becomes_a_finding_of_its_authors_without_changing_
     assert attributed("Our estimates show that we underpredict.", plural).startswith("Smith and Jones (2001) find")
     # a name opening the sentence keeps its capital
     assert attributed("Ohio lost jobs.", plural, ABSTRACT) == "Smith and Jones (2001) find that Ohio lost jobs."
-    assert with_attribution("The authors show that X holds [2].", who) == "Smith (2001) shows that X holds [2]."
+    assert attributed("The authors show that X holds [2].", who) == "Smith (2001) shows that X holds."
+    assert attributed("However, wages fell.", who) == "Smith (2001) finds that wages fell."
+    assert attributed("It shows that wages fell.", plural) == "Smith and Jones (2001) show that wages fell."
+    # several authors run together in one corpus entry are each named
+    assert attribution(["Justiniano, Alejandro Primiceri, Giorgio E."], 2008) == "Justiniano and Primiceri (2008)"
+
+
+def test_a_question_sentence_or_a_miscopied_finding_falls_back_to_the_best_sentence() -> None:
+    who = attribution(["Smith, Ann"], 2001)
+    fallback = "We find that wages fell by 4.5 percent."
+    assert finished_finding("Should we count each newly insured person equally [1]?", ABSTRACT, "", who, fallback) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")
+    assert finished_finding("Wages fell by 4.7 percent [1].", ABSTRACT, "", who, fallback) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")
+    assert finished_finding("Wages fell by 4.5 percent [1].", ABSTRACT, "", who, fallback) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")  # faithful: kept, attributed
+
+
+def test_a_faithful_finding_written_from_a_sentence_that_does_not_answer_falls_back() -> None:
+    who = attribution(["Smith, Ann"], 2001)
+    abstract = "We use payroll records from Ohio firms. We find that wages fell by 4.5 percent."
+    answering = ("We find that wages fell by 4.5 percent.",)
+    method = "The authors use payroll records from Ohio firms [1]."  # faithful, but the method, not the result
+    assert finished_finding(method, abstract, "", who, answering[0], answering) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")
+    result = "Wages fell by 4.5 percent [1]."
+    assert finished_finding(result, abstract, "", who, answering[0], answering) == (
+        "Smith (2001) finds that wages fell by 4.5 percent.")
