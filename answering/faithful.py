@@ -35,7 +35,12 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "examine", "test", "present", "propose", "demonstrate", "conclude", "establish", "explain",
                          "derive", "report", "obtain", "identify", "construct", "analyze", "analyse", "compare",
                          "characterize", "prove", "suggest", "measure", "consider", "investigate", "explore",
-                         "quantify", "calibrate", "uncover", "exploit", "offer", "reach"))  # fmt: skip
+                         "quantify", "calibrate", "uncover", "exploit", "offer", "reach", "describe", "discuss",
+                         "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
+                         "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
+                         "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
+# Adverbs a subject's verb may follow ("The authors then present …").
+_ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
 _GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
@@ -46,7 +51,8 @@ _GENERIC_SUBJECT = re.compile(
 _LINKING_OPENER = re.compile(
     r"^(?:However|Second|Third|First|Finally|Moreover|Furthermore|In addition|Additionally|Also|Further|Thus|Hence|"
     r"Therefore|Overall|In particular|Instead|Importantly|Consequently|As a result|In contrast|By contrast|"
-    r"In the (?:first|second|third) (?:part|half)?|Second and finally|And)\s*,?\s+", re.IGNORECASE)  # fmt: skip
+    r"In the (?:first|second|third)(?: (?:part|half|experiment|study|paper))?|Second and finally|And|Yet|But|Still|"
+    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then)\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
 
 def numbers_of(text: str) -> list[str]:
@@ -152,6 +158,8 @@ def attribution(authors: Sequence[str], year: int | None) -> str:
 def _agreeing(rest: str, singular: bool) -> str:
     """'find that …' -> 'finds that …' after a single author; other words stay."""
     verb, _, tail = rest.partition(" ")
+    if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
+        return f"{verb} {_agreeing(tail, singular)}"
     if singular and verb.lower() in _BASE_VERBS:
         verb = verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
     elif not singular:  # "It shows" -> "Smith and Jones (2001) show"
