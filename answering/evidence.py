@@ -70,7 +70,8 @@ class SentenceEvidence:
     def weigh(self, question: str, hits: Sequence[RetrievedChunk], positions: Sequence[int]
               ) -> dict[int, PaperSentences]:  # fmt: skip
         unique = list(dict.fromkeys(positions))
-        texts = [(hits[p].chunk.title, hits[p].chunk.text) for p in unique]
+        # The whole abstract, not the retrieved chunk: a long abstract's result may be in another chunk.
+        texts = [(hits[p].chunk.title, hits[p].document.abstract or hits[p].chunk.text) for p in unique]
         return dict(zip(unique, self.weigh_texts(question, texts), strict=True))
 
     def weigh_texts(self, question: str, passages: Sequence[tuple[str, str]]) -> list[PaperSentences]:
@@ -83,7 +84,7 @@ class SentenceEvidence:
         return weighed
 
     def focused(self, passage: Passage, sentences: PaperSentences) -> Passage:
-        """The passage cut to its most answering sentences, best first."""
+        """The passage as its paper's most answering sentences, best first (from the whole abstract)."""
         kept = sentences.ranked[: self.max_sentences]
         return replace(passage, text=" ".join(sentences.sentences[i] for i in kept))
 

@@ -39,6 +39,10 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
                          "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
                          "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
+# "The analysis shows that …": the paper's own results as the subject, said once by who found it.
+_RESULTS_SAY = re.compile(r"^(?:the|our|these|their) (?:analysis|results?|evidence|estimates|findings) "
+                          r"(?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?) that\s+",
+                          re.IGNORECASE)  # fmt: skip
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -172,8 +176,12 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
     """The sentence as a finding of `who`: 'We find that X' -> 'Who find that X'; 'X rose' -> 'Who find that x
     rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name)."""
     sentence = _LINKING_OPENER.sub("", _CITATION.sub("", sentence).strip(), count=1)
-    sentence = sentence[:1].upper() + sentence[1:]
     singular = _is_single(who)
+    results_say = _RESULTS_SAY.match(sentence)
+    if results_say:  # "The results suggest that X" -> "Who find that X"
+        rest = sentence[results_say.end():]
+        return f"{who} {'finds' if singular else 'find'} that {third_person(rest)}"
+    sentence = sentence[:1].upper() + sentence[1:]
     subject = _GENERIC_SUBJECT.match(sentence)
     if subject:
         rest = third_person(sentence[subject.end():])
