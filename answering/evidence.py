@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from answering.answerability import AnswerabilityVerdict, SentenceBars, sigmoid
+from answering.citations import sentences_of
 from answering.faithful import is_question
 from answering.ports import SentenceScorer
 from answering.prompt import Passage
-from corpus.sentences import split_sentences
 from retrieval.types import RetrievedChunk
 
 ANSWERING_SENTENCE = 0.5  # P at which the sentence judge says a sentence states a result that answers
@@ -117,4 +117,4 @@ def sharpened(verdict: AnswerabilityVerdict, sentences: dict[int, PaperSentences
 
 def passage_sentences(text: str) -> list[str]:
     """A passage's sentences as the project splits them (the sentence judge was trained on this split)."""
-    return [text[start:end] for start, end in split_sentences(text)] or [text]
+    return sentences_of(text) or [text]

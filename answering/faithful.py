@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from answering.citations import sentences_of
 from answering.compose import third_person
 from corpus.authors import people
-from corpus.sentences import split_sentences
 
 # A number as written: 120,000-180,000 is two numbers; 0.5, 12%, 1990s, $3.2 are one each.
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -197,7 +197,3 @@ def _is_single(who: str) -> bool:
     """One named author: 'Smith (2001)', not 'Smith and Jones', 'Lee et al.' or 'The authors'."""
     name = who.split(" (")[0]
     return not (name.startswith("The ") or " and " in name or "et al." in name)
-
-
-def sentences_of(text: str) -> list[str]:
-    return [text[start:end] for start, end in split_sentences(text)]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from corpus.sentences import split_sentences
 from retrieval.reranker import CrossEncoderReranker, RerankerUnavailable, passage_text
 
 DEFAULT_SENTENCE_JUDGE_DIR = Path(__file__).resolve().parents[1] / "models" / "weights" / "sentence-judge"
@@ -59,8 +58,3 @@ class SentenceJudge:
         if not sentences:
             return []
         return [float(x) for x in self.model.score(question, [passage_text(title, s) for s in sentences])]
-
-
-def sentences_of(text: str) -> list[str]:
-    """A passage's sentences as the project splits them (the sentence judge was trained on this split)."""
-    return [text[start:end] for start, end in split_sentences(text)] or [text]

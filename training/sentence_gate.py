@@ -28,13 +28,14 @@ import torch
 
 from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, select_with_judge, sigmoid
 from answering.answerer import AnsweringSettings
+from answering.evidence import passage_sentences
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridSettings
 from retrieval.judge import JudgeSettings, PassageJudge
 from retrieval.reranker import RerankerSettings
 from retrieval.search import build_search, load_reranker
-from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings, sentences_of
+from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings
 from training.answerability import cited_figures
 from training.corpus import REPO_ROOT
 from training.evaluation.dev_questions import MORE_QUESTIONS, DevQuestion, load_dev_questions
@@ -94,7 +95,7 @@ def gather(questions: list[DevQuestion], index: PublishedIndex, model: Answerabi
                                                                       outcome.pool)]  # fmt: skip
         judged = [sigmoid(logit) for logit in judge.score(question.question, outcome.hits)]
         best = [max(sigmoid(x) for x in sentence_judge.score(question.question, hit.chunk.title,
-                                                              sentences_of(hit.chunk.text)))
+                                                              passage_sentences(hit.chunk.text)))
                 for hit in outcome.hits]  # fmt: skip
         relevant = frozenset(doc_of_doi[doi] for doi in question.relevant if doi in doc_of_doi)
         items.append(Evidence(question, relevant, [h.chunk.doc_id for h in outcome.hits], probabilities, judged,

@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer
 
+from answering.citations import sentences_of as abstract_sentences
 from corpus.documents import Document
-from corpus.sentences import split_sentences
 from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.reranker import RERANKER_INFO_FILE, passage_text
 from training.corpus import REPO_ROOT, load_training_corpus
@@ -59,7 +59,7 @@ class SentencePair:
 
 
 def sentences_of(document: Document) -> list[str]:
-    return [document.abstract[start:end] for start, end in split_sentences(document.abstract)]
+    return abstract_sentences(document.abstract)
 
 
 def labelled_pairs(labels: list[SentenceLabels], questions: dict[str, str], corpus: dict[str, Document]
