@@ -19,6 +19,14 @@ model to rewrite the last message as a standalone question. Here the same is don
    time window is carried only when the follow-up names none.
 A time window in the follow-up ("anything published after 2020 on this?") stays in `query`: parse_time_window
 (answering.time_window) reads it from the resolved query afterwards, like any question's.
+
+`query` is for retrieval (a bag of carried terms finds the earlier topic's papers); the passage and sentence judges
+were trained on questions as people write them, and read such a query as a poor question. `wording` is the
+follow-up as a question they can read, time-window words left out: the follow-up alone when it names its own topic
+(five topic words or more), the earlier question alone when the follow-up names none ("Anything after 2020 on
+that?"), else the earlier question and then the follow-up. Both pass through `plain_question`: the judges read
+"Have studies found that X?" or "What did evaluations show about whether X?" as a near miss of X (the development
+questions' calibration half: the relevant abstract's judge P 0.02-0.2 in that frame, 0.4-0.98 as "Whether X?").
 """
 
 from __future__ import annotations
@@ -61,6 +69,9 @@ ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "
             "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "last": -1}  # fmt: skip
 PAPER = r"(?:paper|study|article|one|source|reference|citation|work)"
 MAX_OWN_CONTENT = 2  # a question naming at most this many topic words cannot stand alone
+# A follow-up naming at least this many topic words is judged alone, fewer beside the earlier question (chosen on
+# the development follow-ups' calibration half: those naming 4 or fewer were answered only beside it, 6-7 alone).
+JUDGED_ALONE = 5
 WEAK_CUE_CONTENT = 6  # with a weak cue (a pronoun, "too"), a question naming at most this many is a follow-up
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*[A-Za-z]|[A-Za-z]")
@@ -90,6 +101,28 @@ _ORDINAL = re.compile(rf"\b(?:the\s+)?({'|'.join(ORDINALS)})\s+{PAPER}s?\b|\[(\d
                       rf"reference)\s+(?:no\.?\s*|#\s*)?(\d+)\b", re.I)  # fmt: skip
 _SINGULAR = re.compile(rf"\b(?:that|this|the)\s+{PAPER}\b(?!s)", re.I)
 _SUPERLATIVE = re.compile(r"\b(most\s+recent|newest|latest|oldest|earliest|most\s+cited)\b", re.I)
+_LEADING_LINK = re.compile(r"^\s*(?:and|but|so|also|then)\b[\s,]*", re.I)
+# The literature frame around a question: "What evidence has the AER published that X?", "Have studies found that
+# X?", "What did randomized evaluations show about whether X?", "Is there evidence that X?" (X: what is asked).
+_SOURCE = (r"(?:(?:any|some|none)\s+(?:of\s+)?)?(?:the\s+|those\s+|these\s+)?(?:aer(?:['’]s)?\s+)?"
+           r"(?:(?:empirical|economic|recent|new|newer|more|other|theory|theoretical|randomi[sz]ed|experimental|"
+           r"published|academic|existing|earlier|later)\s+)*(?:research(?:ers)?|stud(?:y|ies)|papers?|articles?|"
+           r"economists?|evaluations?|experiments?|trials?|work|literature|authors?|aer|evidence)")  # fmt: skip
+_REPORTS = (r"(?:found|finds?|show[ns]?|showed|says?|said|conclude[sd]?|document(?:ed|s)?|publish(?:ed|es)?|"
+            r"report(?:ed|s)?|establish(?:ed|es)?|suggest(?:ed|s)?|reveal(?:ed|s)?|demonstrate[sd]?|learn(?:ed|t)?|"
+            r"tell|told|propose[sd]?)")  # fmt: skip
+_CLAUSE = r"(that|whether|if|how|why)\s+"
+_FRAMES = (
+    re.compile(rf"^\s*(?:what|which)\s+(?:(?:new|other)\s+)?(?:evidence|results?|findings?|conclusions?|lessons?)?"
+               rf"\s*(?:has|have|had|did|do|does)\s+{_SOURCE}\s+(?:ever\s+|so\s+far\s+)?{_REPORTS}\s+"
+               rf"(?:(?:about|on|regarding|concerning)\s+)?{_CLAUSE}", re.I),
+    re.compile(rf"^\s*(?:has|have|had|did|do|does)\s+{_SOURCE}\s+(?:ever\s+|actually\s+|really\s+)?{_REPORTS}\s+"
+               rf"{_CLAUSE}", re.I),
+    re.compile(rf"^\s*(?:is|was|are|were)\s+there\s+(?:any\s+)?(?:(?:new|other|more|causal|empirical)\s+)?"
+               rf"(?:evidence|research|studies|work|papers)\s+(?:(?:showing|suggesting|on|about)\s+)?{_CLAUSE}",
+               re.I),
+)  # fmt: skip
+_AER_MODIFIER = re.compile(r"(?<![Tt]he )\bAER\s+(?=[a-z])")  # "AER theory papers": the journal is no topic
 
 
 class CitedPaper(NamedTuple):
@@ -107,11 +140,12 @@ class Turn:
 
 @dataclass(frozen=True)
 class ResolvedQuestion:
-    query: str  # self-contained text for retrieval and for the judges (time-window words left in)
+    query: str  # self-contained text for retrieval (time-window words left in)
     is_followup: bool
     refers_to_cited: tuple[str, ...] = ()  # doc_ids of the previous answer's papers it points at
     carried_topic: str = ""  # the terms carried from the earlier turn
     note: str = ""  # one sentence for the response; "" for a standalone question
+    wording: str = ""  # a follow-up as the judges read it: a question, no time-window words; "" when standalone
 
 
 def resolve_followup(question: str, history: Sequence[Turn], term_weight: Callable[[str], float] | None = None,
@@ -132,7 +166,8 @@ def resolve_followup(question: str, history: Sequence[Turn], term_weight: Callab
     if not (strong or (weak and len(own) <= WEAK_CUE_CONTENT) or len(own) <= MAX_OWN_CONTENT):
         return ResolvedQuestion(question, False)
     # The earlier question as it was meant (itself resolved against the turns before it).
-    earlier = resolve_followup(previous.question, history[:-1], term_weight, max_carried).query
+    earlier_resolved = resolve_followup(previous.question, history[:-1], term_weight, max_carried)
+    earlier = earlier_resolved.query
     earlier_window = parse_time_window(earlier, latest_year=9999)
     topic_text = earlier_window.question_without_window if earlier_window else earlier
     topic = _carried_terms(topic_text, question, term_weight, max_carried)
@@ -140,9 +175,41 @@ def resolve_followup(question: str, history: Sequence[Turn], term_weight: Callab
     text = text if len(content_words(text)) else question
     carried = " ".join(topic)
     query = f"{text} ({carried})" if carried else text
-    if earlier_window is not None and parse_time_window(question, latest_year=9999) is None:
+    own_window = parse_time_window(question, latest_year=9999)
+    if earlier_window is not None and own_window is None:
         query = f"{query}, {earlier_window.phrase}"  # the window still holds unless the follow-up names its own
-    return ResolvedQuestion(query, True, referred, carried, _note(previous, referred))
+    asked = own_window.question_without_window if own_window else question
+    wording = _wording(asked, earlier_resolved.wording or _without_window(previous.question), bool(referred))
+    return ResolvedQuestion(query, True, referred, carried, _note(previous, referred), wording)
+
+
+def plain_question(text: str) -> str:
+    """The question without its literature frame: "Have studies found that X?" and "What did evaluations show about
+    whether X?" -> "Whether X?", "… about how X?" -> "How X?"; "AER" before a word dropped. Anything else as it is."""
+    for frame in _FRAMES:
+        match = frame.match(text)
+        rest = text[match.end() :].strip() if match else ""
+        if match and len(content_words(rest)) >= 2:
+            clause = match.group(1).lower()
+            text = ("Whether" if clause in ("that", "whether", "if") else clause.capitalize()) + " " + rest
+            break
+    return _AER_MODIFIER.sub("", text)
+
+
+def _wording(asked: str, earlier: str, refers: bool) -> str:
+    """The follow-up as a question the judges can read (see the module's docstring); both texts window-less."""
+    own = content_words(asked)
+    if len(own) >= JUDGED_ALONE:
+        alone = _LEADING_LINK.sub("", asked).strip() or asked
+        return plain_question(alone[:1].upper() + alone[1:])
+    if not own and not refers:
+        return plain_question(earlier)  # "Anything after 2020 on that?": the earlier question, in a new window
+    return f"{plain_question(earlier)} {plain_question(asked)}"
+
+
+def _without_window(question: str) -> str:
+    window = parse_time_window(question, latest_year=9999)
+    return (window.question_without_window if window else question).strip()
 
 
 def content_words(text: str) -> list[str]:

@@ -2,7 +2,8 @@
 
     resolved = resolve_question("What about after 2015?", history, request_filters, stats, paper)
     resolved.query            # the self-contained question ("What about after 2015? (minimum wage employment)")
-    resolved.retrieval_query  # what retrieval and the judges read: the query less its time-window words
+    resolved.retrieval_query  # what retrieval searches: the query less its time-window words
+    resolved.judge_query      # what the judges read: the question as a question, less its window and literature frame
     resolved.filters          # the request's filters, with the window read from the words where they left it open
     resolved.referred         # doc_ids of the earlier answer's papers the question points at ("which of those")
 
@@ -11,6 +12,12 @@ cited doc_ids get their titles and years from `paper`); a time window is read fr
 (answering.time_window, relative words counted back from the index's latest year); the window fills only the year
 bounds the request left open (explicit filters win). A window that no paper falls in is a reason to decline
 (`decline`), and a filter on metadata some papers lack (JEL codes, years) says how many papers it leaves out.
+
+The passage judges and the sentence judge read `judge_query`: for a question with neither history nor a window in
+its words, the question itself, as before; for a dated question, the question less its window words and its
+literature frame ("Before 2010, what did evaluations show about whether X?" -> "Whether X?": the window words and
+the frame around them ask about publication, which the year filter answers, and the judges read them as a near
+miss); for a follow-up, its `wording` (answering.conversation: a question, not the carried terms).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from answering.conversation import CitedPaper, Turn, resolve_followup
+from answering.conversation import CitedPaper, Turn, plain_question, resolve_followup
 from answering.time_window import TimeWindow, parse_time_window
 from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
@@ -69,11 +76,16 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
     elif window is not None:
         notes.append(f"The request's year filter wins over the window in the question ({window.phrase}).")
     searched = window.question_without_window if window is not None else query  # the words are no topic
+    judged = searched
+    if followup.is_followup and followup.wording:
+        judged = followup.wording
+    elif window is not None and searched != query:
+        judged = plain_question(searched)
     decline = None
     if stats is not None and merged is not None:
         decline = _empty_window(merged, applied, stats)
         notes.extend(missing_metadata_notes(merged, stats))
-    return ResolvedRequest(question, query, searched, searched, merged, applied, followup.refers_to_cited,
+    return ResolvedRequest(question, query, searched, judged, merged, applied, followup.refers_to_cited,
                            followup.is_followup, tuple(notes), decline)  # fmt: skip
 
 

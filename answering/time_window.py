@@ -190,7 +190,10 @@ def _without(question: str, spans: list[tuple[int, int]]) -> str:
     text = re.sub(r"^(?:[\s,;:.\-–—]|(?:but|and|or)\b)+", "", text, flags=re.I)
     text = re.sub(r"\s+([,;:?.!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
     text = re.sub(r"([,;:])\s*([,;:?.!])", r"\2", text)
-    text = re.sub(r"^(?:published|papers|studies|research|work)?\s*[,:;]\s*", "", text, flags=re.I).strip()
+    # "Recent work (2020 or later): how much …" leaves "Recent work:", a label of the window, not the question
+    label = r"^(?:(?:more\s+)?(?:recent|newer|new|latest|later|earlier|older)\s+)?"
+    text = re.sub(label + r"(?:published|papers|studies|research|work|evidence)?\s*[,:;]\s*", "", text, flags=re.I)
+    text = text.strip()
     if len(re.findall(r"[A-Za-z]{3,}", text)) < 2:
         return question.strip()
     return text[:1].upper() + text[1:]

@@ -29,8 +29,11 @@ without `history` gets the follow-up alone); a dated question counts the cited p
 
     python -m benchmarks.aer_dev                                   # the shipped default
     python -m benchmarks.aer_dev --config before --repo before=../aer-rag-before --config after
+    python -m benchmarks.aer_dev --config try --kinds dated,followup   # a subset of the kinds, quickly
 
-JSON to benchmarks/results/aer_dev.json (figures only; the answers themselves go to var/aer_dev/).
+JSON to benchmarks/results/aer_dev.json (figures only; the answers themselves go to var/aer_dev/). A run of some
+kinds only (`--kinds`) is recorded as LABEL@KIND+KIND (its answers in var/aer_dev/LABEL@KIND+KIND.json, its
+figures under that name, with `kinds`), so it never replaces a full run's row.
 """
 
 from __future__ import annotations
@@ -277,11 +280,28 @@ ROWS = {
 }  # fmt: skip
 
 
-def table(results: dict[str, dict]) -> str:
+def parse_kinds(value: str) -> tuple[str, ...]:
+    """--kinds: comma-separated question kinds, in KINDS' order."""
+    wanted = {kind.strip() for kind in value.split(",") if kind.strip()}
+    unknown = sorted(wanted - set(KINDS))
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {', '.join(unknown) or '(none given)'}; choose from "
+                                         f"{', '.join(KINDS)}")  # fmt: skip
+    return tuple(kind for kind in KINDS if kind in wanted)
+
+
+def run_name(label: str, kinds: tuple[str, ...]) -> str:
+    """The name a run is recorded under: its label for all kinds, LABEL@KIND+KIND for some (never a full row)."""
+    return label if set(kinds) == set(KINDS) else f"{label}@{'+'.join(kinds)}"
+
+
+def table(results: dict[str, dict], kinds: tuple[str, ...] = KINDS) -> str:
     columns = [(label, half) for label in results for half in HALVES]
     lines = ["| kind | metric | " + " | ".join(f"{label}: {half}" for label, half in columns) + " |",
              "|---|---|" + "---:|" * len(columns)]  # fmt: skip
     for kind, rows in ROWS.items():
+        if kind not in kinds:
+            continue
         for name, key in rows:
             cells = []
             for label, half in columns:
@@ -301,6 +321,8 @@ def main() -> None:
                         "another checkout (its own code and weights, this run's index)")  # fmt: skip
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
+    parser.add_argument("--kinds", type=parse_kinds, default=KINDS, help="comma-separated question kinds (e.g. "
+                        "dated,followup; default: all); a subset run is recorded as LABEL@KIND+KIND")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rescore", action="store_true", help="recompute the figures of the configurations' "
                         "saved answers (var/aer_dev/LABEL.json) without serving them again")  # fmt: skip
@@ -313,7 +335,8 @@ def main() -> None:
         if not matching or not path:
             raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
         matching[0].repo = Path(path).resolve()
-    questions = (load_dev_questions() + load_dev_questions(MORE_QUESTIONS))[: args.limit]
+    kinds: tuple[str, ...] = args.kinds
+    questions = [q for q in load_dev_questions() + load_dev_questions(MORE_QUESTIONS) if q.kind in kinds][: args.limit]
     index = PublishedIndex.load(args.index, device="cpu")
     on_target = OnTarget(index, AnsweringSettings().support_threshold)
     figures = FindingFigures(index)
@@ -321,8 +344,9 @@ def main() -> None:
     results: dict[str, dict] = {}
     previous = json.loads(RESULTS.read_text()).get("configs", {}) if RESULTS.is_file() else {}
     for config in configs:
+        name = run_name(config.label, kinds)
         if args.rescore:
-            records, top1, info = rescored(config.label, questions, on_target, figures), None, None
+            records, top1, info = rescored(name, questions, on_target, figures), None, None
         else:
             print(f"{config.label}: serving with {config.env or 'the default settings'}", flush=True)
             with served(args.index.resolve(), "cpu", config.env, config.repo) as (server, base):
@@ -331,21 +355,22 @@ def main() -> None:
             top1 = reranker_top1(index, questions, served_reranker_dir(config))
             for record in records:
                 record["top1"] = top1.get(record["id"])
-            (DETAILS / f"{config.label}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+            (DETAILS / f"{name}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         top1 = {r["id"]: r["top1"] for r in records if r.get("top1")}
         summary = {
             kind: {half: summarize([r for r in records if r["kind"] == kind and r["half"] == half], top1)
                    for half in HALVES}
-            for kind in KINDS
+            for kind in kinds
         }  # fmt: skip
         if info is None:  # rescored: the run's own record, new figures
-            results[config.label] = {**previous[config.label], "summary": summary, "rescored": True}
+            results[name] = {**previous[name], "summary": summary, "rescored": True}
             continue
-        results[config.label] = {
+        results[name] = {
             "settings": config.env, "reranker": info["reranker"]["model"], "generator": info["generator"]["model"],
             "commit": git_commit(config.repo), "machine": machine(), "summary": summary,
+            **({} if name == config.label else {"kinds": list(kinds)}),
         }  # fmt: skip
-    print(table(results))
+    print(table(results, kinds))
     # Earlier runs' configurations stay in the file (e.g. "before", measured at an earlier commit).
     configs = {**previous, **results}
     payload = {"questions": relative(DEV_QUESTIONS), "configs": configs}

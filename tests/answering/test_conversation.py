@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from answering.conversation import CitedPaper, ResolvedQuestion, Turn, content_words, idf_weights, resolve_followup
+from answering.conversation import (
+    CitedPaper,
+    ResolvedQuestion,
+    Turn,
+    content_words,
+    idf_weights,
+    plain_question,
+    resolve_followup,
+)
 from answering.time_window import parse_time_window
 
 CITED = (
@@ -148,3 +156,74 @@ def test_term_weight_keeps_the_most_specific_carried_terms() -> None:
 
 def test_content_words_skip_scaffolding() -> None:
     assert content_words("What does research say about housing vouchers?") == ["housing", "vouchers"]
+
+
+@pytest.mark.parametrize(
+    ("question", "plain"),
+    [
+        ("What evidence has the AER published that US employers hold wage-setting power?",
+         "Whether US employers hold wage-setting power?"),
+        ("Have studies found that small loans help poor entrepreneurs expand their businesses?",
+         "Whether small loans help poor entrepreneurs expand their businesses?"),
+        ("What did randomized evaluations show about whether the Job Corps raised youths' earnings?",
+         "Whether the Job Corps raised youths' earnings?"),
+        ("What has AER research found about how the Great Migration affected Black Americans?",
+         "How the Great Migration affected Black Americans?"),
+        ("Did any of those papers find that enrollees got better at choosing plans?",
+         "Whether enrollees got better at choosing plans?"),
+        ("Was there evidence that cash bonuses for teachers raise exam results?",
+         "Whether cash bonuses for teachers raise exam results?"),
+        ("What new ways of assigning students to schools have AER theory papers proposed?",
+         "What new ways of assigning students to schools have theory papers proposed?"),
+    ],
+)  # fmt: skip
+def test_plain_question_drops_the_literature_frame(question: str, plain: str) -> None:
+    assert plain_question(question) == plain
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did studies of Massachusetts's health reform find about adverse selection?",  # the frame names a topic
+        "What does research say about housing vouchers?",  # no clause to keep: a question about a topic
+        "Do minimum wages reduce employment?",
+        "Have studies found that it works?",  # too little left to judge
+        "What has the AER published on trade?",
+    ],
+)
+def test_plain_question_keeps_other_questions(question: str) -> None:
+    assert plain_question(question) == question
+
+
+def test_a_standalone_question_has_no_wording() -> None:
+    assert resolve("Does the minimum wage reduce teen employment?").wording == ""
+
+
+def test_a_window_only_followup_is_judged_as_the_earlier_question() -> None:
+    for question in ("Is there anything published after 2020 on this question?", "Anything after 2020 on that?",
+                     "Is there any evidence on this from studies in the 2020s?"):  # fmt: skip
+        assert resolve(question).wording == "How does monetary policy affect bank lending?"
+
+
+def test_a_short_followup_is_judged_beside_the_earlier_question() -> None:
+    resolved = resolve("Is there any evidence on this from Europe?")
+    earlier = "How does monetary policy affect bank lending?"
+    assert resolved.wording == f"{earlier} Is there any evidence on this from Europe?"
+    framed = resolve("Did any of those papers find that small banks cut lending?")
+    assert framed.wording == "How does monetary policy affect bank lending? Whether small banks cut lending?"
+
+
+def test_a_followup_naming_its_own_topic_is_judged_alone() -> None:
+    history = [Turn("Does the EITC lead low-income parents to work more?")]
+    resolved = resolve("And does the extra money improve their kids' math and reading scores?", history)
+    assert resolved.is_followup and "EITC" in resolved.query
+    assert resolved.wording == "Does the extra money improve their kids' math and reading scores?"
+
+
+def test_the_wording_has_no_window_words_and_chains_keep_the_first_question() -> None:
+    history = [Turn("Since 2015, how does monetary policy affect bank lending?")]
+    assert resolve("What about developing countries?", history).wording == (
+        "How does monetary policy affect bank lending? What about developing countries?")  # fmt: skip
+    chain = [*MONETARY, Turn("What about developing countries?")]
+    assert resolve("And after 2020?", chain).wording == (
+        "How does monetary policy affect bank lending? What about developing countries?")  # fmt: skip

@@ -1,5 +1,7 @@
 """The resolve stage: follow-ups, time windows from the words, the request's filters winning, empty windows."""
 
+import pytest
+
 from answering.conversation import CitedPaper, Turn
 from answering.resolve import resolve_question
 from corpus.filters import SearchFilters
@@ -79,3 +81,38 @@ def test_a_jel_filter_says_how_many_papers_without_codes_it_leaves_out() -> None
 def test_without_index_stats_no_window_is_read() -> None:
     resolved = resolve_question("Since 2022, what about carbon taxes?", (), None, None)
     assert resolved.filters is None and resolved.retrieval_query == "Since 2022, what about carbon taxes?"
+
+
+def test_a_dated_question_is_judged_without_its_window_and_literature_frame() -> None:
+    resolved = resolve("Before 2010, what did randomized evaluations show about whether the Job Corps raised earnings?")
+    assert resolved.query == resolved.question  # answered as asked, the window in `applied`
+    assert resolved.filters == SearchFilters(year_max=2009)
+    assert resolved.applied.sources == {"year_max": "question words"}
+    searched = "What did randomized evaluations show about whether the Job Corps raised earnings?"
+    assert resolved.retrieval_query == searched  # retrieval reads the question less its window, as before
+    assert resolved.judge_query == "Whether the Job Corps raised earnings?"
+
+
+@pytest.mark.parametrize("question", [
+    "Have studies found that minimum wages reduce employment?",
+    "What does research find about carbon taxes and emissions?",
+    "Was there evidence that cash bonuses for teachers raise exam results?",
+    "  What new ways of assigning students to schools have AER theory papers proposed?  ",
+])  # fmt: skip
+def test_without_history_or_window_every_text_is_the_question_itself(question: str) -> None:
+    for history in ((), HISTORY):  # a standalone question after earlier turns too
+        resolved = resolve(question, history)
+        assert resolved.query == resolved.retrieval_query == resolved.judge_query == question.strip()
+        assert resolved.filters is None and not resolved.is_followup
+    without_stats = resolve_question(question, (), None, None)
+    assert without_stats.query == without_stats.retrieval_query == without_stats.judge_query == question.strip()
+
+
+def test_a_followup_is_searched_with_the_carried_terms_and_judged_as_a_question() -> None:
+    resolved = resolve("Is there anything published after 2020 on this question?", HISTORY)
+    assert resolved.query.startswith("Is there anything published after 2020 on this question? (")
+    assert resolved.retrieval_query.startswith("Is there anything published on this question? (")
+    assert resolved.judge_query == "Do carbon taxes reduce emissions?"  # the earlier question, in the new window
+    assert resolved.filters == SearchFilters(year_min=2021)
+    short = resolve("What about fuel taxes?", HISTORY)
+    assert short.judge_query == "Do carbon taxes reduce emissions? What about fuel taxes?"
