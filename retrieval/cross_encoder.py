@@ -16,11 +16,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import BertConfig, BertModel
+from transformers import AutoTokenizer, BertConfig, BertModel, PreTrainedTokenizerBase
 
-WEIGHTS_FILE = "model.safetensors"
+from retrieval import weight_deltas
+from runtime.packaged_models import default_model_dir
+
+WEIGHTS_FILE = "model.int4-delta.safetensors"  # retrieval/weight_deltas.py
+FLOAT_WEIGHTS_FILE = "model.safetensors"  # float16/32, as checkpoints before the deltas were written
 HEAD_NAME = "segment-pooling"  # stored in config.json as `reranker_head`
 
 
@@ -81,22 +86,44 @@ class SegmentPoolingCrossEncoder(nn.Module):
 
     @classmethod
     def load(cls, model_dir: Path) -> SegmentPoolingCrossEncoder:
-        """Load a saved reranker (weights may be float16 on disk; the model is float32 in memory)."""
+        """Load a saved reranker (4-bit deltas or float16 on disk; the model is float32 in memory)."""
         config = BertConfig.from_pretrained(model_dir, local_files_only=True)
         if getattr(config, "reranker_head", None) != HEAD_NAME:
             raise ValueError(f"{model_dir}/config.json does not describe a {HEAD_NAME} reranker.")
         model = cls(config)
-        state = {name: tensor.float() for name, tensor in load_file(model_dir / WEIGHTS_FILE).items()}
+        path = weights_file(model_dir)
+        if path.name == WEIGHTS_FILE:
+            with safe_open(str(path), framework="pt") as stored:
+                metadata = stored.metadata() or {}
+            state = weight_deltas.decode(load_file(path), metadata)
+        else:
+            state = {name: tensor.float() for name, tensor in load_file(path).items()}
         model.load_state_dict(state)
         return model.eval()
 
-    def save(self, model_dir: Path, dtype: torch.dtype = torch.float16) -> None:
+    def save(self, model_dir: Path) -> None:
+        """config.json and the weights as 4-bit deltas against all-MiniLM-L6-v2 (retrieval/weight_deltas.py)."""
         model_dir.mkdir(parents=True, exist_ok=True)
         self.config.reranker_head = HEAD_NAME
         self.config.architectures = [type(self).__name__]
         self.config.save_pretrained(model_dir)
-        state = {name: tensor.detach().to(dtype).contiguous() for name, tensor in self.state_dict().items()}
-        save_file(state, model_dir / WEIGHTS_FILE, metadata={"format": "pt"})
+        stored, metadata = weight_deltas.encode(self.state_dict())
+        save_file(stored, model_dir / WEIGHTS_FILE, metadata=metadata)
+        (model_dir / FLOAT_WEIGHTS_FILE).unlink(missing_ok=True)  # one set of weights per directory
+
+
+def weights_file(model_dir: Path) -> Path:
+    """The weights file of a saved cross-encoder: the 4-bit deltas, or an older float checkpoint's."""
+    for name in (WEIGHTS_FILE, FLOAT_WEIGHTS_FILE):
+        if (model_dir / name).is_file():
+            return model_dir / name
+    raise FileNotFoundError(f"{model_dir} holds no {WEIGHTS_FILE} (nor {FLOAT_WEIGHTS_FILE}).")
+
+
+def load_tokenizer() -> PreTrainedTokenizerBase:
+    """Every cross-encoder here reads all-MiniLM-L6-v2's vocabulary, so they share its installed tokenizer
+    (truncation and padding are set per call)."""
+    return AutoTokenizer.from_pretrained(default_model_dir(), local_files_only=True)
 
 
 def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -14,11 +14,11 @@ from typing import Literal
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from corpus.documents import indexed_text
 from retrieval.answer_head import AnswerHead
-from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder, load_tokenizer
 from retrieval.fusion import DEFAULT_RRF_K, ranks_of, rrf_scores
 from retrieval.types import RetrievedChunk
 from runtime.device import Precision, resolve_device, resolve_dtype
@@ -198,7 +198,7 @@ class CrossEncoderReranker:
         self.dtype = torch.float32 if quantized else resolve_dtype(precision, resolve_device(device), auto="fast")
         self.precision = "int8" if quantized else str(self.dtype).removeprefix("torch.")
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+            self.tokenizer = load_tokenizer()
             # Shipped in float16 to halve the repo size; compute in float32 (plus autocast) for accuracy.
             self.model = SegmentPoolingCrossEncoder.load(model_dir).to(device)
             if quantized:

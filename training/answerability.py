@@ -50,6 +50,7 @@ from answering.answerer import AnsweringSettings
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from retrieval.answer_head import AnswerHead
+from retrieval.cross_encoder import weights_file
 from retrieval.hybrid import HybridSettings
 from retrieval.reranker import DEFAULT_RERANKER_DIR, RerankerSettings, passage_text, read_reranker_info
 from retrieval.search import SearchPipeline, build_search, load_reranker
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     questions = training_questions(args.all_paraphrases)[: args.limit]
     log.info("%d training questions", len(questions))
     key = {"reranker": str(args.reranker.resolve()), "evidence_k": evidence_k,
-           "weights_mtime": (args.reranker / "model.safetensors").stat().st_mtime}  # fmt: skip
+           "weights_mtime": weights_file(args.reranker).stat().st_mtime}  # fmt: skip
     cache = read_cache(args.pairs_cache, key)
     missing = [q for q in questions if q.question_id not in cache]
     if missing:

@@ -39,11 +39,10 @@ from typing import Protocol
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer
 
 from corpus.documents import Chunk
 from indexing.index import PublishedIndex
-from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder, load_tokenizer
 from retrieval.reranker import DEFAULT_RERANKER_DIR, INFERENCE_MAX_LENGTH, RERANKER_INFO_FILE, passage_text
 from training.corpus import REPO_ROOT, training_index
 from training.questions.dataset import load_contrasts, load_paraphrases, load_reworded
@@ -199,13 +198,12 @@ def main(argv: list[str] | None = None) -> None:
               for source in ("positive", "reworded", "contrast", "neighbour")}  # fmt: skip
     counts = {source: count for source, count in counts.items() if count}
     log.info("%d pairs: %s", len(pairs), counts)
-    tokenizer = AutoTokenizer.from_pretrained(args.init, local_files_only=True)
+    tokenizer = load_tokenizer()
     judge = AffineJudge(SegmentPoolingCrossEncoder.load(args.init), scale=0.25, shift=-2.5)
     losses = train(judge, tokenizer, pairs, args.steps, args.batch_size, args.learning_rate, args.max_length,
                    args.seed)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    judge.folded().save(args.out, dtype=torch.float16)
-    tokenizer.save_pretrained(args.out)
+    judge.folded().save(args.out)
     init_info = json.loads((args.init / RERANKER_INFO_FILE).read_text())
     command = " ".join(["python -m training.judge", *(sys.argv[1:] if argv is None else argv)])
     info = {

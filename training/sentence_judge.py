@@ -33,11 +33,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer
 
 from answering.citations import sentences_of as abstract_sentences
 from corpus.documents import Document
-from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder, load_tokenizer
 from retrieval.reranker import RERANKER_INFO_FILE, passage_text
 from training.corpus import REPO_ROOT, load_training_corpus
 from training.judge import DEFAULT_JUDGE_DIR, AffineJudge, neighbours, train
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = [p for p in pairs if p.source not in ("neighbour", "near miss") or rng.random() < args.easy_share]
     counts = {source: sum(p.source == source for p in pairs) for source in dict.fromkeys(p.source for p in pairs)}
     log.info("%d sentence pairs: %s", len(pairs), counts)
-    tokenizer = AutoTokenizer.from_pretrained(args.init, local_files_only=True)
+    tokenizer = load_tokenizer()
     encoder = SegmentPoolingCrossEncoder.load(args.init)
     held_out = [label for label in labels if label.is_validation]
     log.info("before: %s", validate(encoder, tokenizer, held_out, corpus, questions))
@@ -172,8 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = validate(folded, tokenizer, held_out, corpus, questions)
     log.info("after: %s", figures)
     args.out.mkdir(parents=True, exist_ok=True)
-    folded.save(args.out, dtype=torch.float16)
-    tokenizer.save_pretrained(args.out)
+    folded.save(args.out)
     command = " ".join(["python -m training.sentence_judge", *(sys.argv[1:] if argv is None else argv)])
     info = {
         "name": args.name, "role": "sentence judge: its score is the logit of P(the sentence states a result "

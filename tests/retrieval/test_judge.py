@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
 
 from corpus.documents import Chunk, Document
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder
 from retrieval.judge import DEFAULT_JUDGE_DIRS, JudgeSettings, PassageJudge
 from retrieval.reranker import RERANKER_INFO_FILE, passage_text
 from retrieval.types import RetrievedChunk
@@ -56,9 +56,11 @@ def test_several_models_judge_by_the_mean_of_their_logits(tiny_reranker_dir: Pat
 
     other = tmp_path / "other"
     shutil.copytree(tiny_reranker_dir, other)
-    weights = load_file(other / "model.safetensors")
-    save_file({name: (-2.0 * tensor if "joint_head" in name else tensor) for name, tensor in weights.items()},
-              other / "model.safetensors", metadata={"format": "pt"})  # fmt: skip
+    flipped = SegmentPoolingCrossEncoder.load(other)
+    with torch.no_grad():
+        flipped.joint_head.weight.mul_(-2.0)
+        flipped.joint_head.bias.mul_(-2.0)
+    flipped.save(other)
     settings = {"precision": "float32"}
     first = PassageJudge.load(JudgeSettings(model_dirs=(tiny_reranker_dir,), **settings), "cpu")
     second = PassageJudge.load(JudgeSettings(model_dirs=(other,), **settings), "cpu")

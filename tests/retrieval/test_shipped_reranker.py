@@ -9,11 +9,12 @@ from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker
 
 
 @pytest.mark.slow
-def test_shipped_reranker_is_small_float16_and_described() -> None:
-    weights = DEFAULT_RERANKER_DIR / "model.safetensors"
-    assert weights.stat().st_size < 50 * 1024 * 1024
+def test_shipped_reranker_is_stored_as_deltas_and_described() -> None:
+    weights = DEFAULT_RERANKER_DIR / "model.int4-delta.safetensors"
+    assert weights.stat().st_size < 8 * 1024 * 1024
     with safe_open(str(weights), framework="pt") as tensors:
-        assert {str(tensors.get_tensor(name).dtype) for name in tensors.keys()} == {"torch.float16"}  # noqa: SIM118
+        assert tensors.metadata()["format"] == "int4-delta-v1"
+    assert not (DEFAULT_RERANKER_DIR / "model.safetensors").exists()
     assert (DEFAULT_RERANKER_DIR / "MODEL_CARD.md").is_file()
     assert json.loads((DEFAULT_RERANKER_DIR / "reranker.json").read_text())["name"]
 

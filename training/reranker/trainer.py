@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from indexing.embedding import default_model_dir
-from retrieval.cross_encoder import SegmentPoolingCrossEncoder
+from retrieval.cross_encoder import SegmentPoolingCrossEncoder, load_tokenizer
 from retrieval.reranker import RERANKER_INFO_FILE, autocast_for
 from runtime.device import resolve_device, resolve_dtype
 from training.reranker.data import TrainingGroup
@@ -64,7 +64,7 @@ class RerankerTrainer:
         self.settings = settings
         torch.manual_seed(settings.seed)
         self.dtype = resolve_dtype(settings.precision, resolve_device(settings.device), auto="fast")
-        self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(init_dir, local_files_only=True)
+        self.tokenizer: PreTrainedTokenizerBase = load_tokenizer()
         if (init_dir / RERANKER_INFO_FILE).is_file():
             model = SegmentPoolingCrossEncoder.load(init_dir)
             model.set_depth(settings.num_layers, base_encoder_dir or default_model_dir())
@@ -148,9 +148,8 @@ class RerankerTrainer:
         return loss / len(batch)
 
     def save(self, out_dir: Path, info: dict) -> None:
-        """Write float16 safetensors, config, tokenizer and reranker.json (name, training settings)."""
-        self.model.save(out_dir, dtype=torch.float16)
-        self.tokenizer.save_pretrained(out_dir)
+        """Write the weights (4-bit deltas), config and reranker.json (name, training settings)."""
+        self.model.save(out_dir)
         # info may carry "training" itself: a re-validated model keeps its original training settings.
         payload = {"max_length": self.settings.max_length, "training": asdict(self.settings), **info}
         (out_dir / RERANKER_INFO_FILE).write_text(json.dumps(payload, indent=2) + "\n")
