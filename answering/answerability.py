@@ -183,6 +183,12 @@ def sigmoid(logit: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
+def logit(probability: float) -> float:
+    """The inverse of sigmoid (a probability of exactly 0 or 1 as about +-34.5)."""
+    clamped = min(max(probability, 1e-15), 1.0 - 1e-15)
+    return math.log(clamped / (1.0 - clamped))
+
+
 def select_with_judge(judge_probabilities: Sequence[float], probabilities: Sequence[float], doc_ids: Sequence[str],
                       gate: JudgeGate, max_papers: int) -> list[int]:  # fmt: skip
     """Positions of the passages an answer is written from under the judge's gate: none unless the judge's best

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from answering.answerability import AnswerabilityVerdict, SentenceBars, sigmoid
+from answering.answerability import AnswerabilityVerdict, SentenceBars, logit, sigmoid
 from answering.citations import sentences_of
 from answering.faithful import is_question
 from answering.ports import SentenceScorer
 from answering.prompt import Passage
+from answering.result_cues import CUE_WEIGHT, result_cue
 from retrieval.types import RetrievedChunk
 
 ANSWERING_SENTENCE = 0.5  # P at which the sentence judge says a sentence states a result that answers
@@ -38,10 +39,10 @@ class PaperSentences:
 
     @property
     def ranked(self) -> list[int]:
-        """Sentence indices, the most answering first (ties: the abstract's order); the abstract's own questions
-        last, whatever their score: they state no finding."""
-        return sorted(range(len(self.sentences)),
-                      key=lambda i: (is_question(self.sentences[i]), -self.probabilities[i], i))  # fmt: skip
+        """Sentence indices, the most answering first by the judge's logit plus the result cue (ties: the
+        abstract's order); the abstract's own questions last, whatever their score: they state no finding."""
+        order = [logit(p) + CUE_WEIGHT * result_cue(s) for s, p in zip(self.sentences, self.probabilities, strict=True)]
+        return sorted(range(len(self.sentences)), key=lambda i: (is_question(self.sentences[i]), -order[i], i))
 
     @property
     def best(self) -> str:
@@ -49,6 +50,7 @@ class PaperSentences:
 
     @property
     def best_probability(self) -> float:
+        """The highest P of any sentence (what the decision's bars read; the cue only orders)."""
         return max(self.probabilities)
 
     def answering(self, bar: float = ANSWERING_SENTENCE) -> tuple[str, ...]:

@@ -1,0 +1,83 @@
+"""Which sentence of a relevant paper a finding is written from, against what a reader judged
+(../shared/eval/aer_dev/findings.jsonl): for every (development question, relevant abstract) pair, the abstract's
+sentences are weighed by the served sentence judge and ordered as answering orders them
+(answering.evidence.PaperSentences.ranked: the judge's logit + CUE_WEIGHT x the result cue); counted per half:
+the top sentence is a finding sentence, the best one, a method/setting sentence. Rows for several cue weights
+(0: the judge alone), so the weight is chosen on the calibration half and reported on both.
+
+    python -m benchmarks.sentence_choice [--weights 0 0.5 1 1.5 2 3]
+
+Writes benchmarks/results/sentence_choice.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from unittest import mock
+
+from answering import evidence
+from answering.answerability import sigmoid
+from answering.evidence import PaperSentences
+from benchmarks.common import SHARED, git_commit, machine, write_results
+from benchmarks.finding_figures import FINDINGS
+from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings
+from training.evaluation.dev_questions import DEV_QUESTIONS, MORE_QUESTIONS, half_of
+
+
+def question_texts() -> dict[str, str]:
+    """Each question as asked alone; a follow-up as its resolved, self-contained form."""
+    texts = {}
+    for path in (DEV_QUESTIONS, MORE_QUESTIONS):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                texts[row["id"]] = row.get("resolved") or row.get("question") or row["turns"][-1]
+    return texts
+
+
+def weighed_pairs() -> list[tuple[dict, PaperSentences]]:
+    with (SHARED / "data" / "aer_abstracts.csv").open(newline="") as handle:
+        titles = {row["doi"]: row.get("title") or "" for row in csv.DictReader(handle) if row.get("doi")}
+    questions = question_texts()
+    judge = SentenceJudge.load(SentenceJudgeSettings(), "cpu")
+    if judge is None:
+        raise SystemExit("No sentence judge is installed (models/weights/sentence-judge).")
+    rows = [json.loads(line) for line in FINDINGS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs = []
+    for row in rows:
+        logits = judge.score(questions[row["qid"]], titles.get(row["doi"], ""), row["sentences"])
+        pairs.append((row, PaperSentences(tuple(row["sentences"]), tuple(sigmoid(x) for x in logits))))
+    return pairs
+
+
+def figures(pairs: list[tuple[dict, PaperSentences]], cue_weight: float) -> dict[str, dict[str, float]]:
+    out = {}
+    with mock.patch.object(evidence, "CUE_WEIGHT", cue_weight):
+        for half in ("calibration", "report"):
+            tops = [(row, sentences.ranked[0]) for row, sentences in pairs if half_of(row["qid"]) == half]
+            out[half] = {
+                "pairs": len(tops),
+                "finding": round(sum(top in row["finding"] for row, top in tops) / len(tops), 3),
+                "best": round(sum(top == row["best"] for row, top in tops) / len(tops), 3),
+                "method": round(sum(top in row["method"] for row, top in tops) / len(tops), 3),
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    args = parser.parse_args()
+    pairs = weighed_pairs()
+    rows = []
+    for weight in args.weights:
+        row = {"cue_weight": weight, "shipped": weight == evidence.CUE_WEIGHT, **figures(pairs, weight)}
+        print(row)
+        rows.append(row)
+    write_results("sentence_choice", {"machine": machine(), "commit": git_commit(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
