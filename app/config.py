@@ -93,8 +93,14 @@ class GenerationQueueSettings(BaseModel):
     retry_after_s: int = Field(5, ge=1, le=600)
     max_wait_s: float = Field(
         30.0, ge=0, le=3600,
-        description="An answer is refused (429 with Retry-After) when its expected time, estimated from the answers "
-        "in flight and the recent answers' durations, is over this many seconds (0: only a full queue refuses).",
+        description="An answer is refused (429 with Retry-After) when its expected time, (answers in flight + 1) x "
+        "the p90 of the recent answers' seconds per place in line, plus wait_margin_s, is over this many seconds "
+        "(0: only a full queue refuses).",
+    )  # fmt: skip
+    wait_margin_s: float = Field(
+        5.0, ge=0, le=600,
+        description="Seconds added to an answer's expected time before it is compared with max_wait_s: retrieving "
+        "and deciding before generation starts (which the estimate does not measure) and the estimate's error.",
     )  # fmt: skip
     shutdown_grace_s: float = Field(
         5.0, ge=0, le=600,

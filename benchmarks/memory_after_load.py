@@ -4,6 +4,7 @@
 
     python -m benchmarks.memory_after_load --index var/index --clients 16 --duration 60 --label after-60s
     python -m benchmarks.memory_after_load --clients 16 --duration 45 --label before
+    python -m benchmarks.memory_after_load --repo /tmp/base --label baseline   # serve another checkout's app/
 
 Per kind of traffic it records the statuses, the p50/p95/max time of the admitted (200) requests, how many 429s
 came without a Retry-After header, and every answer other than 200 or 429; for the admitted asks also the p95 of
@@ -96,8 +97,8 @@ def burst(base: str, clients: int, duration_s: float, timeout_s: float) -> dict[
 
 
 def run(index: Path, label: str, clients: int, duration_s: float, after_s: float, every_s: float,
-        timeout_s: float) -> dict:  # fmt: skip
-    with served(index, "cpu") as (server, base):
+        timeout_s: float, repo: Path | None = None) -> dict:  # fmt: skip
+    with served(index, "cpu", repo=repo) as (server, base):
         httpx.post(f"{base}/v1/search", json={"query": "warm-up"}, timeout=120)  # first-call costs
         httpx.post(f"{base}/v1/ask", json={"query": "Does the minimum wage reduce employment?"}, timeout=300)
         time.sleep(2)
@@ -116,8 +117,10 @@ def run(index: Path, label: str, clients: int, duration_s: float, after_s: float
     peak_mb = sampler.peak(started, ended + 1)
     after_mb = after[-1][1]
     return {
-        "label": label, "clients": clients, "duration_s": duration_s, "burst_s": round(ended - started, 1),
-        "max_wait_s": Settings().generation.max_wait_s, "traffic": traffic,
+        "label": label, **({"repo": str(repo)} if repo else {}), "clients": clients, "duration_s": duration_s,
+        "burst_s": round(ended - started, 1),
+        "max_wait_s": Settings().generation.max_wait_s,
+        **({} if repo else {"wait_margin_s": Settings().generation.wait_margin_s}), "traffic": traffic,
         "rss_before_mb": round(before_mb), "rss_peak_mb": round(peak_mb),
         "rss_after_mb": after_mb, "after_over_before": round(after_mb / before_mb, 3),
         "rss_after_every_s": [{"s": s, "mb": mb} for s, mb in after],
@@ -133,8 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--after", type=float, default=60.0, help="seconds of RSS readings after the burst")
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--timeout", type=float, default=60.0, help="each request's client-side limit")
+    parser.add_argument("--repo", type=Path, help="serve this checkout (e.g. the commit before a change) instead")
     args = parser.parse_args(argv)
-    row = run(args.index, args.label, args.clients, args.duration, args.after, args.every, args.timeout)
+    row = run(args.index, args.label, args.clients, args.duration, args.after, args.every, args.timeout, args.repo)
     print(json.dumps({k: v for k, v in row.items() if k != "rss_after_every_s"}, indent=1))
     print("RSS after (s: MB):", ", ".join(f"{p['s']}: {p['mb']}" for p in row["rss_after_every_s"]))
     previous = RESULTS_DIR / "memory_after_load.json"

@@ -174,6 +174,89 @@ def test_the_queue_refuses_once_an_answers_expected_time_is_over_its_limit(tiny_
     assert "aer_rag_generation_rejected_total 1.0" in queue.metrics.render().decode()
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_nth_waiting_answer_is_refused_by_the_p90_of_recorded_answers(tiny_generator, monkeypatch) -> None:
+    """Issue 37: with the average, answers were admitted that the slow ones among recent answers showed would end
+    past the limit; the estimate reads their p90."""
+    monkeypatch.setattr("app.generation.time.perf_counter", FakeClock())
+    queue = make_queue(tiny_generator, slots=8, queue_size=16, max_wait_s=30, wait_margin_s=5, retry_after_s=2,
+                       timeout_s=120)  # fmt: skip
+    for seconds in [2.0] * 17 + [5.0] * 3:  # 20 answers, each alone (one place): mean 2.45 s, p90 5 s
+        queue._measured(seconds, seconds)
+    admitted = 0
+    with pytest.raises(QueueFullError, match=r"about 30 s \(\+ 5 s margin\), over the 30 s limit, behind 5") as refused:
+        for _ in range(10):
+            queue.reserve()
+            admitted += 1
+    # (in flight + 1) x 5 s + 5 s stays within 30 s up to 4 ahead; the average (2.45 s) would have let 9 ahead in
+    assert admitted == 5 and queue.depth == 5
+    assert refused.value.retry_after_s == 5  # the excess: about one place's p90 until a place frees
+    assert queue.expected_wait_s() == 30.0
+    assert "aer_rag_generation_rejected_total 1.0" in queue.metrics.render().decode()
+
+
+def test_retry_after_is_at_least_the_setting_and_at_most_the_timeout(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=8, queue_size=16, max_wait_s=30, wait_margin_s=0, retry_after_s=3,
+                       timeout_s=60)  # fmt: skip
+    queue._measured(16.0, 16.0)  # one answer of 16 s alone: the second would take 32 s, 2 s over
+    queue.reserve()  # an idle server always admits, however slow the answers were
+    with pytest.raises(QueueFullError) as small:
+        queue.reserve()
+    assert small.value.retry_after_s == 3  # the 2 s excess, raised to the setting
+    for seconds in [400.0] * 20:  # answers far slower than the timeout: a place frees within 60 s at the latest
+        queue._measured(seconds, seconds)
+    with pytest.raises(QueueFullError) as large:
+        queue.reserve()
+    assert large.value.retry_after_s == 60
+
+
+def test_seconds_per_place_count_the_answers_generating_beside_it_for_its_whole_generation(
+    tiny_generator, monkeypatch
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr("app.generation.time.perf_counter", clock)
+    queue = make_queue(tiny_generator, slots=8, queue_size=16, max_wait_s=0)
+    queue.reserve()
+    queue._count_generating(+1)  # the answer itself (stream_many), alone for 4 s
+    start = queue.generating_seconds()
+    clock.now += 4
+    queue.reserve()  # another admitted: while it is prepared (often to be declined) it does not share the engine
+    clock.now += 2
+    queue._count_generating(+1)  # then it generates beside the first for the first one's last 6 s
+    clock.now += 6
+    used = queue.generating_seconds() - start
+    assert used == 6 * 1 + 6 * 2  # 18 answer-seconds over 12 s: 1.5 answers generating on average
+    queue._measured(12.0, used)
+    assert queue._seconds_per_place[-1] == pytest.approx(8.0)  # 12 s over 1.5, not 12 (alone at its start)
+    assert queue.expected_wait_s() == pytest.approx(3 * 8.0)  # two in flight, plus the new one
+
+
+def test_an_answer_that_has_generated_is_measured_once_its_place_is_back(tiny_generator) -> None:
+    queue = make_queue(tiny_generator, slots=1, queue_size=4, max_wait_s=30)
+
+    async def run() -> None:
+        for _ in range(2):
+            queue.reserve()
+            await queue.generate(PROMPT, SamplingParams(max_new_tokens=2))
+
+    asyncio.run(run())
+    assert len(queue._seconds_per_place) == 2 and all(s > 0 for s in queue._seconds_per_place)
+    assert queue.depth == 0
+
+
+def test_the_wait_margin_is_validated() -> None:
+    assert GenerationQueueSettings().wait_margin_s == 5.0
+    with pytest.raises(ValueError):
+        GenerationQueueSettings(wait_margin_s=-1)
+
+
 def test_a_queue_without_a_wait_limit_refuses_only_when_full(tiny_generator) -> None:
     queue = make_queue(tiny_generator, slots=1, queue_size=1, max_wait_s=0)
 
