@@ -43,6 +43,9 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
 _RESULTS_SAY = re.compile(r"^(?:the|our|these|their) (?:analysis|results?|evidence|estimates|findings) "
                           r"(?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?) that\s+",
                           re.IGNORECASE)  # fmt: skip
+# "Using X, we find that Y": an opening clause, then the authors' own verb (said once, by who found it).
+_LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),\s+(?:the authors|we)\s+(?P<verb>find|show|estimate|document|"
+                           r"demonstrate|conclude|establish|confirm)\s+(?P<rest>.+)$", re.IGNORECASE)  # fmt: skip
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -182,15 +185,25 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
         rest = sentence[results_say.end():]
         return f"{who} {'finds' if singular else 'find'} that {third_person(rest)}"
     sentence = sentence[:1].upper() + sentence[1:]
+    lead_then_we = _LEAD_THEN_WE.match(sentence)
+    if lead_then_we and not _GENERIC_SUBJECT.match(sentence):  # -> "Who find, using X, that Y"
+        lead, verb, rest = lead_then_we["lead"], lead_then_we["verb"].lower(), lead_then_we["rest"]
+        lead = lead if _keeps_capital(lead, abstract) else lead[:1].lower() + lead[1:]
+        return f"{who} {_agreeing(verb, singular)}, {third_person(lead)}, {third_person(rest)}"
     subject = _GENERIC_SUBJECT.match(sentence)
     if subject:
         rest = third_person(sentence[subject.end():])
         return f"{who} {_agreeing(rest, singular)}" if rest else who
-    first = sentence.split(" ", 1)[0]
-    keeps_capital = (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
-        rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
-    body = sentence if keeps_capital else sentence[:1].lower() + sentence[1:]
+    body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
     return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
+
+
+def _keeps_capital(text: str, abstract: str) -> bool:
+    """Whether the first word keeps its capital inside a sentence: an acronym, a number, or a word the abstract
+    capitalises mid-sentence (a name)."""
+    first = text.split(" ", 1)[0]
+    return (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
+        rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
 
 
 def _is_single(who: str) -> bool:

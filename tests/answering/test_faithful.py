@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from answering.faithful import (
     attributed,
     attribution,
@@ -79,3 +81,19 @@ def test_a_faithful_finding_written_from_a_sentence_that_does_not_answer_falls_b
     result = "Wages fell by 4.5 percent [1]."
     assert finished_finding(result, abstract, "", who, answering[0], answering) == (
         "Smith (2001) finds that wages fell by 4.5 percent.")
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("Using a first-difference approach, we find that asset prices raised work at 62.",
+     "Coile and Levine (2011) find, using a first-difference approach, that asset prices raised work at 62."),
+    ("Using time-diaries from before and after, the authors show the shocks were effective.",
+     "Coile and Levine (2011) show, using time-diaries from before and after, the shocks were effective."),
+])  # fmt: skip
+def test_an_opening_clause_before_we_find_is_said_once_by_who_found_it(sentence: str, expected: str) -> None:
+    assert attributed(sentence, "Coile and Levine (2011)", sentence) == expected
+
+
+def test_a_single_author_after_an_opening_clause_agrees() -> None:
+    sentence = "Using data from the Add Health, we find that violence lowers wages by 5.1 percent."
+    assert attributed(sentence, "Sabia (2017)", sentence) == (
+        "Sabia (2017) finds, using data from the Add Health, that violence lowers wages by 5.1 percent.")
