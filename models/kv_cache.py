@@ -6,6 +6,8 @@ sits in slot p, so a decode step writes in place and allocates nothing for the c
 
 from __future__ import annotations
 
+import math
+import mmap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -37,11 +39,11 @@ class KVCache:
     @classmethod
     def allocate(cls, config: CacheShape, batch: int, max_len: int, device: torch.device,
                  dtype: torch.dtype) -> KVCache:
-        shape = (batch, config.num_kv_heads, max_len, config.head_dim)
-        return cls(
-            k=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
-            v=[torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)],
-        )
+        shape = (2, config.num_layers, batch, config.num_kv_heads, max_len, config.head_dim)
+        on_cpu = torch.device(device).type == "cpu"
+        buffers = _untouched_zeros(shape, dtype) if on_cpu else torch.zeros(shape, device=device, dtype=dtype)
+        layers = range(config.num_layers)  # one view per layer (select, not unbind: views written in place)
+        return cls(k=[buffers[0, i] for i in layers], v=[buffers[1, i] for i in layers])
 
     @property
     def batch_size(self) -> int:
@@ -59,6 +61,16 @@ class KVCache:
         """Beam search: row i becomes old row rows[i] (the first `length` slots)."""
         for buffer in (*self.k, *self.v):
             buffer[:, :, :length] = buffer[:, :, :length].index_select(0, rows)
+
+
+def _untouched_zeros(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
+    """A zeroed CPU buffer whose pages become resident only when written: an anonymous memory map, zero by
+    definition, in the kernel's small pages (torch.zeros writes every page; numpy's zeros asks for huge pages, which
+    one write makes resident 2 MB at a time). The cache is sized for the longest prompt (8 slots x 2,048 tokens:
+    756 MB in float32) while answers use a quarter of it, so the server's resident memory holds what answers
+    wrote, not the whole reservation."""
+    size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    return torch.frombuffer(mmap.mmap(-1, size), dtype=dtype).view(shape)  # the tensor keeps the map alive
 
 
 CacheWrite = Callable[[Tensor, Tensor], None]  # (cache buffer (B, KV, L, D), new keys or values (B, KV, T, D))

@@ -36,3 +36,23 @@ def test_rows_alike_take_no_attend_len_but_their_own() -> None:
     with pytest.raises(ValueError, match="give no attend_len"):
         Placement.of(batch=1, new=2, start=3, attend_len=9, device=torch.device("cpu"))
     assert Placement.of(batch=1, new=2, start=3, attend_len=5, device=torch.device("cpu")).visible.length == 5
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+
+class _Smol:  # SmolLM2-135M's cache shape
+    num_layers, num_kv_heads, head_dim = 30, 3, 64
+
+
+def test_the_cpu_cache_starts_zero_and_is_resident_only_where_written() -> None:
+    before = _resident_mb()
+    cache = KVCache.allocate(_Smol, 8, 2048, torch.device("cpu"), torch.float32)  # 756 MB reserved
+    assert _resident_mb() - before < 100
+    assert all(float(buffer.abs().max()) == 0.0 for buffer in (cache.k[0], cache.v[-1]))  # reading maps no pages
+    for buffer in (*cache.k, *cache.v):  # every row's first 32 tokens written: about 3% of the cache
+        buffer[:, :, :32] = 1.0
+    assert _resident_mb() - before < 200
+    assert float(cache.k[7][7, 2, 31].sum()) == 64.0 and float(cache.k[7][7, 2, 32].sum()) == 0.0
