@@ -30,6 +30,13 @@ def test_focus_puts_the_sentence_stating_the_result_first_not_the_one_restating_
     assert focused == "We find that wages fell by 4.5 percent. We study wages in Ohio."
 
 
+def test_a_finding_may_be_written_only_from_the_best_sentence_not_every_one_the_judge_passes() -> None:
+    # The method sentence passes the judge too (P 0.7); a finding written from it would state the method.
+    sentences = PaperSentences(("We use payroll data from Ohio.", "We find that wages fell by 4.5 percent."),
+                               (0.7, 0.9))  # fmt: skip
+    assert sentences.answering() == ("We find that wages fell by 4.5 percent.",)
+
+
 def sentences_with(best: float) -> PaperSentences:
     return PaperSentences(("a", "b"), (best, 0.01))
 
