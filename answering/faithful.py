@@ -94,11 +94,15 @@ def is_complete(finding: str) -> bool:
 
 def subject_kept(finding: str, abstract: str) -> bool:
     """False when a generic subject ("The authors design …") takes an action the abstract gives to someone else
-    ("the regulator designs …"): the authors may find, show or estimate, or do what the abstract says "we" do."""
+    ("the regulator designs …"): the authors may find, show or estimate, or do what the abstract says "we" do; and
+    when its "verb" is a noun ("The author estimates of X are …", read "Smith (2004) estimates of X are …")."""
     subject = _GENERIC_SUBJECT.match(finding.strip())
     if not subject:
         return True
-    verb = finding.strip()[subject.end():].split(" ", 1)[0].lower().strip(",.;:")
+    verb, _, after = finding.strip()[subject.end():].partition(" ")
+    if after.startswith("of "):  # "The author estimates of X are higher": a noun, not the authors' verb
+        return False
+    verb = verb.lower().strip(",.;:")
     stem = re.sub(r"(es|s)$", "", verb) if verb not in _BASE_VERBS else verb
     if stem in _BASE_VERBS or verb in _BASE_VERBS:
         return True

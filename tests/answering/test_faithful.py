@@ -83,6 +83,19 @@ def test_a_faithful_finding_written_from_a_sentence_that_does_not_answer_falls_b
         "Smith (2001) finds that wages fell by 4.5 percent.")
 
 
+def test_a_generated_subject_whose_verb_is_a_noun_falls_back_to_the_abstracts_sentence() -> None:
+    who = attribution(["Coen-Pirani, Daniele"], 2004)
+    abstract = "Second, estimates of inventory speeds in firm-level data are higher than in aggregate data."
+    best = abstract
+    garbled = "The author estimates of inventory speeds in firm-level data are higher than in aggregate data [1]."
+    assert finished_finding(garbled, abstract, "", who, best) == (
+        "Coen-Pirani (2004) finds that estimates of inventory speeds in firm-level data are higher than in aggregate "
+        "data.")
+    assert finished_finding("The author estimates that inventory speeds are higher in firm-level data [1].",
+                            "I estimate that inventory speeds are higher in firm-level data.", "", who, best) == (
+        "Coen-Pirani (2004) estimates that inventory speeds are higher in firm-level data.")
+
+
 @pytest.mark.parametrize(("sentence", "expected"), [
     ("Using a first-difference approach, we find that asset prices raised work at 62.",
      "Coile and Levine (2011) find, using a first-difference approach, that asset prices raised work at 62."),
