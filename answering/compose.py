@@ -35,10 +35,21 @@ _OPEN_MARKER = re.compile(r"\[[\d,\s]*$")
 HOLD_WORDS = 10  # a finding with a fallback is shown once its first HOLD_WORDS words are known not to decline
 # "indexed" alone at the window's end: its "abstracts" may be the first word after it.
 _DECLINE = re.compile(r"\bindexed( abstracts?\b|$)|\bdo not answer this question\b")
-# "I" only opening a sentence: later it may be a numeral ("Type I errors").
+# "I" opening a sentence, or later before a verb of research ("while I find"): elsewhere it may be a numeral
+# ("Type I errors", "World War I").
 _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b"), "Their"),
                  (re.compile(r"\bwe\b"), "the authors"), (re.compile(r"\bour\b"), "their"),
-                 (re.compile(r"\bus\b"), "them"))  # fmt: skip
+                 (re.compile(r"\bus\b"), "them"),
+                 (re.compile(r"\bI ((?:also |then |further )?)(find|show|estimate|argue|document|use|develop|study|"
+                             r"exploit|provide|examine|test|present|propose|construct|compare|identify|explore|"
+                             r"investigate|measure|consider|demonstrate|conclude)\b"),
+                  lambda m: f"the author {m[1]}{_third_singular(m[2])}"),
+                 (re.compile(r"\bmy\b"), "the author's"))  # fmt: skip
+
+
+def _third_singular(verb: str) -> str:
+    """'find' -> 'finds', 'study' -> 'studies'."""
+    return verb[:-1] + "ies" if verb.endswith("y") and verb[-2:-1] not in "aeiou" else verb + "s"
 
 
 def third_person(sentence: str) -> str:

@@ -15,6 +15,14 @@ _TAG = re.compile(
 _CLOSING_TAG_BEFORE_WORD = re.compile(r"</(?:i|em|b|strong|sub|sup|inf|u|sc|scp|span)>(?=\w)", re.IGNORECASE)
 _OPENING_TAG_AFTER_PUNCT = re.compile(r"(?<=[:;,])<(?:i|em|b|strong)>", re.IGNORECASE)
 
+# Bump when cleaning changes what a text becomes: it is part of an index's fingerprint, so indexes are rebuilt.
+CLEANING_VERSION = 2  # 2: cp1252 dashes and quotes
+
+# C1 control characters are cp1252 bytes decoded as Latin-1 in the sources ("concentration\x97a metabolite"):
+# shown as nothing, they glued words together; read as cp1252 they are the dashes and quotes meant.
+_C1_AS_CP1252 = str.maketrans({chr(code): bytes([code]).decode("cp1252") for code in range(0x80, 0xA0)
+                               if code not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)})  # fmt: skip
+
 # The AEA's trailing JEL list, in the forms found in the corpus (whitespace already collapsed):
 #   "(JEL D83, G14)"  "(JEL: J24; K42)"  "(JEL, J0, H0)"  "... (JEL F13, F15)."  "JEL: D14, R31"
 #   "1JEL D31, H21, H242"  (a scan where the parentheses became "1" and "2")
@@ -55,10 +63,12 @@ class TextCleaner:
         self._front_matter = {title.casefold() for title in self.settings.front_matter_titles}
 
     def clean_text(self, raw: str) -> str:
-        """Decode entities, drop inline tags and collapse all whitespace (newlines included) to one space."""
+        """Decode entities and stray cp1252 bytes, drop inline tags and collapse all whitespace (newlines included) to
+        one space."""
         text = html.unescape(raw)
         if text != raw:  # some OpenAlex text is encoded twice ("&amp;gt;")
             text = html.unescape(text)
+        text = text.translate(_C1_AS_CP1252)
         text = _CLOSING_TAG_BEFORE_WORD.sub(" ", text)
         text = _OPENING_TAG_AFTER_PUNCT.sub(" ", text)
         text = _TAG.sub("", text)

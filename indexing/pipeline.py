@@ -16,6 +16,7 @@ import numpy as np
 from corpus.documents import Chunk
 from indexing.bm25 import Bm25Index, Bm25Settings
 from indexing.chunking import ChunkingSettings, SentenceChunker
+from indexing.cleaning import CLEANING_VERSION
 from indexing.dense import DenseSettings, FaissIndexType
 from indexing.embedding import EMBEDDING_DIMENSION, Embedder, EmbeddingModelFiles, TokenCounter
 from indexing.embedding_cache import EmbeddingCache
@@ -139,6 +140,7 @@ class IngestionPipeline:
                 "embedding_model": self.model_files.model_name,
                 "weights_sha256": self.model_files.weights_sha256,
                 "chunking": vars(self.chunking),
+                "cleaning": CLEANING_VERSION,
                 "bm25": self.settings.bm25.to_json(),
                 **self.target.fingerprint_inputs(),  # the directory's: {"dense": FAISS settings}, as before
             }

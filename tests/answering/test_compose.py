@@ -102,6 +102,10 @@ def test_fallbacks_are_the_closest_sentence_in_the_third_person() -> None:
     assert third_person("We find that our estimates let us reject it, as we show.") == (
         "The authors find that their estimates let them reject it, as the authors show.")
     assert third_person("I find no Type I errors.") == "The authors find no Type I errors."
+    assert third_person("While I also find little impact on my sample's mortality, costs fell after World War I.") == (
+        "While the author also finds little impact on the author's sample's mortality, costs fell after World War I.")
+    assert third_person("Here I study and I identify what I show.") == (
+        "Here the author studies and the author identifies what the author shows.")
     assert third_person("Our results hold. Weights and usury are unchanged.") == (
         "Their results hold. Weights and usury are unchanged.")
     assert lead_sentence("We show wages rose. Then prices fell.") == "The authors show wages rose."

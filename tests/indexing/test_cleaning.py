@@ -40,6 +40,8 @@ def test_jel_suffix_is_split_from_the_abstract(cleaner: TextCleaner, raw: str, t
         ("Narratives:<i>The Birth of a Nation</i>after", "Narratives: The Birth of a Nation after"),
         ("Yes, r < g. so what?", "Yes, r < g. so what?"),
         ("  line one\r\n\n  line\ttwo  ", "line one line two"),
+        ("cotinine concentration\x97a metabolite\x97measured, the firm\x92s \x93own\x94", (
+            "cotinine concentration\u2014a metabolite\u2014measured, the firm\u2019s \u201cown\u201d")),
     ],
 )
 def test_clean_text_decodes_entities_strips_tags_and_whitespace(cleaner: TextCleaner, raw: str, expected: str) -> None:
