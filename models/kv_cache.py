@@ -70,7 +70,10 @@ def _untouched_zeros(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
     756 MB in float32) while answers use a quarter of it, so the server's resident memory holds what answers
     wrote, not the whole reservation."""
     size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
-    return torch.frombuffer(mmap.mmap(-1, size), dtype=dtype).view(shape)  # the tensor keeps the map alive
+    memory = mmap.mmap(-1, size)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # where transparent huge pages are "always", one write would take 2 MB
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return torch.frombuffer(memory, dtype=dtype).view(shape)  # the tensor keeps the map alive
 
 
 CacheWrite = Callable[[Tensor, Tensor], None]  # (cache buffer (B, KV, L, D), new keys or values (B, KV, T, D))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
+from benchmarks.search_burst import rss_mb
 from models.kv_cache import KVCache, Placement
 from models.model import ModelConfig
 
@@ -39,8 +42,7 @@ def test_rows_alike_take_no_attend_len_but_their_own() -> None:
 
 
 def _resident_mb() -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+    return rss_mb(os.getpid())
 
 
 class _Smol:  # SmolLM2-135M's cache shape
