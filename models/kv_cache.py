@@ -39,11 +39,14 @@ class KVCache:
     @classmethod
     def allocate(cls, config: CacheShape, batch: int, max_len: int, device: torch.device,
                  dtype: torch.dtype) -> KVCache:
-        shape = (2, config.num_layers, batch, config.num_kv_heads, max_len, config.head_dim)
+        shape = (batch, config.num_kv_heads, max_len, config.head_dim)
         on_cpu = torch.device(device).type == "cpu"
-        buffers = _untouched_zeros(shape, dtype) if on_cpu else torch.zeros(shape, device=device, dtype=dtype)
-        layers = range(config.num_layers)  # one view per layer (select, not unbind: views written in place)
-        return cls(k=[buffers[0, i] for i in layers], v=[buffers[1, i] for i in layers])
+
+        def zeros() -> Tensor:  # a tensor per buffer, not views of one: autograd (the training loss) refuses
+            # in-place writes into sibling views once an earlier write made their base require grad
+            return _untouched_zeros(shape, dtype) if on_cpu else torch.zeros(shape, device=device, dtype=dtype)
+
+        return cls(k=[zeros() for _ in range(config.num_layers)], v=[zeros() for _ in range(config.num_layers)])
 
     @property
     def batch_size(self) -> int:
