@@ -25,7 +25,7 @@ from answering.citations import sentences_of
 from answering.faithful import is_question
 from answering.ports import SentenceScorer
 from answering.prompt import Passage
-from answering.result_cues import CUE_WEIGHT, result_cue
+from answering.result_cues import CUE_WEIGHT, OPENING_WEIGHT, is_opening, result_cue
 from retrieval.types import RetrievedChunk
 
 
@@ -38,9 +38,12 @@ class PaperSentences:
 
     @property
     def ranked(self) -> list[int]:
-        """Sentence indices, the most answering first by the judge's logit plus the result cue (ties: the
-        abstract's order); the abstract's own questions last, whatever their score: they state no finding."""
-        order = [logit(p) + CUE_WEIGHT * result_cue(s) for s, p in zip(self.sentences, self.probabilities, strict=True)]
+        """Sentence indices, the most answering first by the judge's logit plus the result cue, less the opening
+        weight for the abstract's first sentence (answering/result_cues.py; ties: the abstract's order); the
+        abstract's own questions last, whatever their score: they state no finding."""
+        count = len(self.sentences)
+        order = [logit(p) + CUE_WEIGHT * result_cue(s) - OPENING_WEIGHT * is_opening(i, count)
+                 for i, (s, p) in enumerate(zip(self.sentences, self.probabilities, strict=True))]  # fmt: skip
         return sorted(range(len(self.sentences)), key=lambda i: (is_question(self.sentences[i]), -order[i], i))
 
     @property

@@ -1,11 +1,12 @@
 """Which sentence of a relevant paper a finding is written from, against what a reader judged
 (../shared/eval/aer_dev/findings.jsonl): for every (development question, relevant abstract) pair, the abstract's
 sentences are weighed by the served sentence judge and ordered as answering orders them
-(answering.evidence.PaperSentences.ranked: the judge's logit + CUE_WEIGHT x the result cue); counted per half:
-the top sentence is a finding sentence, the best one, a method/setting sentence. Rows for several cue weights
-(0: the judge alone), so the weight is chosen on the calibration half and reported on both.
+(answering.evidence.PaperSentences.ranked: the judge's logit + CUE_WEIGHT x the result cue - OPENING_WEIGHT for
+an abstract's first sentence); counted per half: the top sentence is a finding sentence, the best one, a
+method/setting sentence. Rows for several cue and opening weights (0 and 0: the judge alone), so the weights are
+chosen on the calibration half and reported on both.
 
-    python -m benchmarks.sentence_choice [--weights 0 0.5 1 1.5 2 3]
+    python -m benchmarks.sentence_choice [--weights 0 0.5 1 1.5 2 3] [--opening 0 1 1.5 2 2.5 3]
 
 Writes benchmarks/results/sentence_choice.json.
 """
@@ -52,9 +53,11 @@ def weighed_pairs() -> list[tuple[dict, PaperSentences]]:
     return pairs
 
 
-def figures(pairs: list[tuple[dict, PaperSentences]], cue_weight: float) -> dict[str, dict[str, float]]:
+def figures(pairs: list[tuple[dict, PaperSentences]], cue_weight: float, opening_weight: float
+            ) -> dict[str, dict[str, float]]:  # fmt: skip
     out = {}
-    with mock.patch.object(evidence, "CUE_WEIGHT", cue_weight):
+    with mock.patch.object(evidence, "CUE_WEIGHT", cue_weight), \
+            mock.patch.object(evidence, "OPENING_WEIGHT", opening_weight):  # fmt: skip
         for half in ("calibration", "report"):
             tops = [(row, sentences.ranked[0]) for row, sentences in pairs if half_of(row["qid"]) == half]
             out[half] = {
@@ -69,13 +72,17 @@ def figures(pairs: list[tuple[dict, PaperSentences]], cue_weight: float) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0, 3.0])
+    parser.add_argument("--opening", type=float, nargs="+", default=[0.0, 1.0, 1.5, 2.0, 2.5, 3.0])
     args = parser.parse_args()
     pairs = weighed_pairs()
     rows = []
     for weight in args.weights:
-        row = {"cue_weight": weight, "shipped": weight == evidence.CUE_WEIGHT, **figures(pairs, weight)}
-        print(row)
-        rows.append(row)
+        for opening in args.opening:
+            shipped = weight == evidence.CUE_WEIGHT and opening == evidence.OPENING_WEIGHT
+            row = {"cue_weight": weight, "opening_weight": opening, "shipped": shipped,
+                   **figures(pairs, weight, opening)}  # fmt: skip
+            print(row)
+            rows.append(row)
     write_results("sentence_choice", {"machine": machine(), "commit": git_commit(), "rows": rows})
 
 

@@ -27,7 +27,15 @@ def test_focus_puts_the_sentence_stating_the_result_first_not_the_one_restating_
     (sentences,) = evidence.weigh_texts("What happened to wages?", [("Wages", text)])
     assert sentences.best == "We find that wages fell by 4.5 percent."
     focused = evidence.focused(passage, sentences).text
-    assert focused == "We find that wages fell by 4.5 percent. We study wages in Ohio."
+    assert focused == "We find that wages fell by 4.5 percent. We use payroll data."  # the opening sentence last
+
+
+def test_an_abstracts_opening_sentence_gives_way_to_a_later_one_the_judge_rates_alike() -> None:
+    # Openings state the question or setting far more often than the result (answering/result_cues.py).
+    sentences = ("Wages in Ohio fell.", "Payrolls were merged with tax records.", "Hours in Ohio fell.")
+    weighed = PaperSentences(sentences, (0.9, 0.1, 0.9))
+    assert weighed.best == "Hours in Ohio fell."
+    assert PaperSentences(sentences[::2], (0.9, 0.9)).best == "Wages in Ohio fell."  # two sentences: no opening
 
 
 def test_a_finding_may_be_written_only_from_the_best_sentence_not_every_one_the_judge_passes() -> None:
