@@ -10,6 +10,8 @@ For every cited relevant paper of an answer, its shown finding is matched to the
   method shown      it is a method or setting sentence
   unfaithful        the finding holds a number, year or capitalised name that is neither in its abstract (title
                     included) nor in the attribution the service adds (the authors' names, the year)
+  reworded          the finding holds a word its abstract does not have (answering.faithful.unfaithful_words:
+                    beyond who found it and the reporting verb), as a glued "isefficient" or a swapped word
   cut               the finding does not end a sentence
 """
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from answering.faithful import is_complete, unfaithful_specifics
+from answering.faithful import is_complete, unfaithful_specifics, unfaithful_words
 from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
 
@@ -54,7 +56,8 @@ class FindingFigures:
     def count(self, question_id: str, findings: list[dict]) -> dict[str, int]:
         """Counts over the answer's findings: all shown, faithful ones, and for relevant judged papers the
         stated / best / method matches."""
-        counts = {"findings": 0, "unfaithful": 0, "cut": 0, "judged": 0, "stated": 0, "best": 0, "method": 0}
+        counts = {"findings": 0, "unfaithful": 0, "reworded": 0, "cut": 0, "judged": 0, "stated": 0, "best": 0,
+                  "method": 0}  # fmt: skip
         for finding in findings:
             document = self.doc_of_doi.get(finding.get("doi", ""))
             text = finding["text"]
@@ -64,6 +67,7 @@ class FindingFigures:
                 body = _ATTRIBUTION.sub("", text, count=1)
                 allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
                 counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
+                counts["reworded"] += bool(unfaithful_words(body, document.abstract, allowed))
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue

@@ -11,6 +11,7 @@ from answering.faithful import (
     is_complete,
     is_faithful,
     unfaithful_specifics,
+    unfaithful_words,
 )
 
 ABSTRACT = ("We estimate that 120,000-180,000 jobs were lost in Ohio before 1982. The regulator designs the auction "
@@ -25,6 +26,34 @@ def test_a_miscopied_number_year_or_name_is_caught_and_exact_ones_pass() -> None
     assert unfaithful_specifics("Wages fell by 4.5 percent.", ABSTRACT) == []
     # the citation marker's number is not part of the finding
     assert unfaithful_specifics("Wages fell [3].", ABSTRACT) == []
+
+
+def test_a_glued_swapped_or_reformed_word_is_caught_and_who_found_it_is_not() -> None:
+    abstract = ("We derive conditions for when it is efficient to prohibit side payments. Higher leverage implies "
+                "larger output losses in the parties’ view.")  # fmt: skip
+    assert unfaithful_words("It is shown when it isefficient to prohibit side payments.", abstract) == ["isefficient"]
+    assert unfaithful_words("Higher borrowing against real estate implies larger output losses.", abstract) == [
+        "borrowing", "against", "real", "estate"]
+    assert unfaithful_words("The authors find it is efficiency to prohibit side payments.", abstract) == ["efficiency"]
+    # who found it, the reporting verb in any form, the abstract's words in their simple forms and possessives pass
+    assert unfaithful_words("The authors derive conditions for when it is efficient to prohibit side payments, "
+                            "and their conditions show higher leverage implies larger output losses in the parties' "
+                            "view [1].", abstract) == []  # fmt: skip
+    assert unfaithful_words("Their conditions show the author's payment prohibited.", abstract) == []
+
+
+def test_a_reworded_finding_falls_back_to_the_abstracts_sentence() -> None:
+    who = attribution(["Harstad, Bård"], 2007)
+    abstract = "I derive conditions for when it is efficient to prohibit side payments."
+    assert finished_finding("The author derives conditions for when it isefficient to prohibit side payments [1].",
+                            abstract, "", who, abstract) == (
+        "Harstad (2007) derives conditions for when it is efficient to prohibit side payments.")  # fmt: skip
+
+
+def test_a_capitalised_possessive_opening_a_finding_keeps_its_capital() -> None:
+    abstract = "Moody's and S&P split more often over banks."
+    assert attributed(abstract, "Morgan (2002)", abstract) == (
+        "Morgan (2002) finds that Moody's and S&P split more often over banks.")
 
 
 def test_a_finding_cut_mid_phrase_is_not_complete() -> None:
