@@ -35,6 +35,10 @@ def _split_name(words: list[str]) -> tuple[str, str]:
     return " ".join(words[:start]), " ".join(words[start:])
 
 
+def _is_initial(word: str) -> bool:
+    return len(word) == 2 and word[0].isupper() and word[1] == "."
+
+
 def people(authors: Iterable[str]) -> list[Person]:
     """The authors as people, in order, whatever form the corpus gives them in."""
     found: list[Person] = []
@@ -45,6 +49,8 @@ def people(authors: Iterable[str]) -> list[Person]:
         if "," not in entry:  # "Hunt Allcott", "Robert E. Lucas Jr."
             words = entry.split()
             suffix = words.pop() if len(words) > 2 and words[-1].lower() in _SUFFIXES else ""
+            while len(words) > 1 and _is_initial(words[-1]):  # "Bentley MacLeod W.": the initial moved to the end
+                words.insert(0, words.pop())
             given, last = _split_name(words)
             found.append(Person(last, given, suffix))
             continue
@@ -54,6 +60,11 @@ def people(authors: Iterable[str]) -> list[Person]:
             continue
         # "Last1, Given1 Last2, Given2 ...": every inner piece is one author's given names and the next one's last.
         last = pieces[0]
+        words = last.split()
+        inner_initial = next((i for i, word in enumerate(words[1:-1], 1) if _is_initial(word)), None)
+        if inner_initial is not None:  # "Goeree K. Offerman, Theo": a first author's comma and given name lost
+            found.append(Person(" ".join(words[:inner_initial]), words[inner_initial]))
+            last = " ".join(words[inner_initial + 1 :])
         for inner in pieces[1:-1]:
             given, next_last = _split_name(inner.split()) if inner else ("", "")
             found.append(Person(last, given))

@@ -68,6 +68,10 @@ def test_citation_key_authors_and_escaping() -> None:
                                                                                       "van Beethoven, Ludwig"]
     assert [p.inverted for p in people(["Faccio, Mara Lang, Larry H. P. Young, Leslie"])] == [
         "Faccio, Mara", "Lang, Larry H. P.", "Young, Leslie"]
+    # two records the source garbled: an initial moved to the end, a first author's comma and given name lost
+    assert [p.inverted for p in people(["Bentley MacLeod W."])] == ["MacLeod, W. Bentley"]
+    assert [p.inverted for p in people(["Goeree K. Offerman, Theo"])] == ["Goeree, K.", "Offerman, Theo"]
+    assert [p.inverted for p in people(["Lang, Larry H. P. Young, Leslie"])] == ["Lang, Larry H. P.", "Young, Leslie"]
     assert citation_key(paper(authors=["Abdulkadiroğlu, Atila"], title="")) == "abdulkadiroglu2013analyze"
 
 
