@@ -41,6 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from answering.domain import DEFAULT_DOMAIN_PATH
 from answering.specifics import unmatched_specifics
 from retrieval.types import RetrievedChunk
 
@@ -62,8 +63,12 @@ class AnswerabilitySettings(BaseModel):
     also_from: float | None = Field(None, ge=0.0, le=1.0, description="Default: the model file's.")
     judge_from: float | None = Field(None, ge=0.0, le=1.0, description="The passage judge's bar for answering "
                                      "(when the model file has a judge gate). Default: the model file's.")  # fmt: skip
+    domain_path: Path | None = Field(DEFAULT_DOMAIN_PATH, description="The domain gate (JSON, answering/domain.py): "
+                                     "a question outside economics is declined first; empty: off.")  # fmt: skip
+    domain_from: float | None = Field(None, ge=0.0, le=1.0, description="The domain gate's bar on P(economics). "
+                                      "Default: the model file's.")  # fmt: skip
 
-    @field_validator("model_path", mode="before")
+    @field_validator("model_path", "domain_path", mode="before")
     @classmethod
     def _empty_means_off(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -17,6 +17,7 @@ from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Co
 from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.compose import AnswerComposer, Finisher, compose_opening, lead_sentence
 from answering.conversation import Turn
+from answering.domain import DomainGate
 from answering.evidence import PaperSentences, SentenceEvidence, sharpened
 from answering.faithful import attribution, finished_finding
 from answering.focus import SentenceFocus
@@ -182,6 +183,11 @@ class Answer:
         return self.prepared.hits[passage_number - 1]
 
 
+def declined_note(verdict: AnswerabilityVerdict) -> str:
+    return (f"The indexed abstracts do not appear to cover this question ({verdict.reason}); the closest passages "
+            "are listed instead of an answer.")  # fmt: skip
+
+
 def to_passages(hits: list[RetrievedChunk]) -> tuple[Passage, ...]:
     return tuple(Passage.from_chunk(i, hit.chunk, hit.document.year) for i, hit in enumerate(hits, start=1))
 
@@ -204,12 +210,14 @@ class Answerer:
         judge: PassageScorer | None = None,
         sentences: SentenceEvidence | None = None,
         sentence_bars: SentenceBars | None = None,
+        domain: DomainGate | None = None,
     ):
         """answerability None: the generator decides (no decision before generating); check_by_default: whether
         a question that does not say (Question.coverage_check None) gets the decision; focus None: passages go
         into the prompt whole; judge: read by a decision with a judge gate (without it, that decision gates on its
         own model); sentences: the sentence judge's evidence (each paper's answering sentences first in its prompt,
-        its best one the fallback, and the decision's sentence bars), None: the cosine focus."""
+        its best one the fallback, and the decision's sentence bars), None: the cosine focus; domain: declines
+        a question outside economics first, as part of the decision (None: the judges alone decide)."""
         self.settings = settings
         self.search = search
         self.prompts = prompts
@@ -221,6 +229,7 @@ class Answerer:
         self.judge = judge
         self.sentences = sentences
         self.sentence_bars = sentence_bars or SentenceBars()
+        self.domain = domain
 
     def sampling_params(self, options: GenerationOptions) -> SamplingParams:
         return SamplingParams(
@@ -264,6 +273,12 @@ class Answerer:
         probabilities: dict[int, float] = {}
         weighed: dict[int, PaperSentences] = {}  # the sentence judge's evidence, per passage position
         if self.answerability is not None and wanted:
+            if self.domain is not None:
+                with timer.stage("domain"):
+                    outside = self.domain.decline_reason(outcome.query.vector)
+                if outside is not None:
+                    verdict = AnswerabilityVerdict("not_covered", 0.0, outside)
+                    return prepared(findings=(), verdict=verdict, notes=(declined_note(verdict),))
             judge_logits = None
             if self.judge is not None and self.answerability.reads_judge:
                 with timer.stage("judge"):
@@ -277,9 +292,7 @@ class Answerer:
                     weighed = self.sentences.weigh(question.query, hits, verdict.answering)
                 verdict = sharpened(verdict, weighed, self.sentence_bars)
             if not verdict.answers:
-                notes.append("The indexed abstracts do not appear to cover this question "
-                             f"({verdict.reason}); the closest passages are listed instead of an answer.")  # fmt: skip
-                return prepared(findings=(), verdict=verdict, notes=tuple(notes))
+                return prepared(findings=(), verdict=verdict, notes=(*notes, declined_note(verdict)))
             chosen = list(verdict.answering)
             probabilities = {j.position: j.probability for j in verdict.judgements}
             # The decision is made: each finding is written from its passage and may not decline.

@@ -6,9 +6,10 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from answering.answerability import AnswerabilityModel
+from answering.answerability import AnswerabilityModel, AnswerabilitySettings
 from answering.answerer import Answerer, Question
 from answering.citations import SupportChecker
+from answering.domain import DomainGate
 from answering.evidence import SentenceEvidence
 from answering.focus import SentenceFocus
 from answering.prompt import PromptBuilder
@@ -101,6 +102,18 @@ def load_services(settings: Settings, metrics: ServiceMetrics | None = None) -> 
     return build_services(settings, metrics or ServiceMetrics(), backend, embedder, rerank, generator, device)
 
 
+def domain_gate(settings: AnswerabilitySettings, embedder: Embedder) -> DomainGate | None:
+    """The domain gate, when the decision has one; it must read the vectors of the encoder that embeds queries."""
+    if settings.domain_path is None:
+        return None
+    gate = DomainGate.load(settings.domain_path, settings.domain_from)
+    if gate.encoder != embedder.model_name:
+        raise ValueError(f"The domain gate {settings.domain_path} reads {gate.encoder} vectors; queries are "
+                         f"encoded by {embedder.model_name}.")  # fmt: skip
+    log.info("domain gate: declines below P(economics) %.2f", gate.decline_from)
+    return gate
+
+
 def build_services(
     settings: Settings,
     metrics: ServiceMetrics,
@@ -141,6 +154,7 @@ def build_services(
         judge=judge,
         sentences=SentenceEvidence(sentence_judge, settings.focus.max_sentences) if sentence_judge else None,
         sentence_bars=bars,
+        domain=domain_gate(settings.answerability, embedder),
     )
     answerer.catalog = BackendCatalog(backend)
     idle = IdleTrim(settings.memory.trim_after_idle_s)  # freed memory goes back once searches and answers stop

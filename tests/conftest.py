@@ -230,7 +230,9 @@ def dense_answerability(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_services(tiny_index: PublishedIndex, tiny_generator: Generator, tiny_reranker_dir: Path,
                   dense_answerability: Path) -> ServiceFactory:  # fmt: skip
     def make(reranker: bool = False, **overrides: object) -> Services:
-        answerability = {"model_path": dense_answerability, **overrides.pop("answerability", {})}  # type: ignore[dict-item]
+        # No domain gate unless a test asks for it: these tests drive the passage decision with off-topic questions.
+        answerability = {"model_path": dense_answerability, "domain_path": None,
+                         **overrides.pop("answerability", {})}  # type: ignore[dict-item]
         overrides = {"answerability": answerability, **overrides}
         settings = Settings(reranker={"model_dir": tiny_reranker_dir if reranker else None}, **overrides)  # type: ignore[arg-type]
         rerank = load_reranker(settings.reranker, "cpu") if reranker else RerankState(None, "no reranker configured")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from answering.answerer import PreparedAnswer, Question
 from answering.compose import lead_sentence
+from answering.domain import DEFAULT_DOMAIN_PATH
 from answering.faithful import attributed, attribution
 from answering.ports import GenerationOutcome
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
@@ -144,3 +145,13 @@ def test_a_chosen_paper_whose_finding_declines_gets_its_closest_sentence_instead
     shown = attributed(second.fallback, attribution(document.authors, document.year), document.abstract)
     assert answer.findings[1].text == f"{shown[:-1]} [{second.passage}]." and answer.findings[1].supported
     assert answer.text.endswith(answer.findings[1].text)
+
+
+def test_a_question_outside_economics_is_declined_by_the_domain_gate_first(make_services) -> None:
+    answerer = make_services(answerability={"domain_path": DEFAULT_DOMAIN_PATH}).answerer
+    prepared = answerer.prepare(Question(query="Why does a car tyre lose inflation faster in cold weather?"))
+    assert not prepared.generates and prepared.coverage == "not_covered" and "domain" in prepared.timings_ms
+    assert prepared.verdict is not None and "about economics" in prepared.verdict.reason
+    assert prepared.hits  # the closest passages are still listed
+    covered = answerer.prepare(Question(query=COVERED))
+    assert covered.generates  # an economics question passes the gate to the passage decision
