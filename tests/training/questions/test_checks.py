@@ -77,7 +77,9 @@ def test_duplicates_are_found() -> None:
 
 
 def test_the_committed_questions_pass_and_are_enough() -> None:
-    records = read_records(sorted(QUESTIONS_DIR.glob("*/batch_*.jsonl")))
+    # The domain gate's questions (offdomain/, economics_casual/) have checks of their own (training/domain.py).
+    records = read_records(sorted(path for path in QUESTIONS_DIR.glob("*/batch_*.jsonl")
+                                  if path.parent.name not in ("offdomain", "economics_casual")))  # fmt: skip
     assert check_records(records, load_training_corpus()) == []
     assert sum("rewords" in record for record in records) >= 1000
     paraphrases, unanswerables = load_paraphrases(), load_unanswerables()
