@@ -6,7 +6,7 @@
    (offdomain/), each checked first (`offdomain_problems`, `casual_problems`: length, duplicates, no economics
    word in an off-domain question outside the one it uses in another sense; none a near copy of a development
    question). Any problem stops the fit.
-2. The model: a class-balanced L2 logistic regression on the unit vectors (training.answerability.fit_logistic,
+2. The model: a class-balanced L2 logistic regression on the unit vectors (training.answerability.fit_head,
    standardization folded into the weights); 5-fold cross-validated ROC AUC and accuracy reported.
 3. The bar: on the development questions' calibration half only (single-turn questions as the service encodes
    them, a dated question less its window words), the middle in logit of the gap between the lowest P of an
@@ -29,7 +29,7 @@ import numpy as np
 
 from answering.time_window import parse_time_window
 from indexing.embedding import Embedder
-from training.answerability import fit_logistic, roc_auc
+from training.answerability import fit_head, roc_auc
 from training.evaluation.dev_questions import DEV_QUESTIONS, MORE_QUESTIONS, half_of
 
 QUESTIONS = Path(__file__).resolve().parent / "data" / "questions"
@@ -103,19 +103,12 @@ def dev_questions() -> list[tuple[str, str, str]]:
     return out
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-    means, scales = x.mean(axis=0), x.std(axis=0) + 1e-6
-    weights, bias = fit_logistic((x - means) / scales, y, l2)
-    folded = weights / scales
-    return folded, float(bias - folded @ means)
-
-
 def cross_validated(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
     """Each question's logit from a model fitted without its fold."""
     folds = np.arange(len(y)) % FOLDS
     scores = np.zeros(len(y))
     for fold in range(FOLDS):
-        weights, bias = fit(x[folds != fold], y[folds != fold], l2)
+        weights, bias = fit_head(x[folds != fold], y[folds != fold], l2)
         scores[folds == fold] = x[folds == fold] @ weights + bias
     return scores
 
@@ -171,7 +164,7 @@ def main() -> None:
     held_out = cross_validated(x, y, args.l2)
     validation = {"roc_auc": roc_auc(held_out.tolist(), y.tolist()),
                   "accuracy": round(float(((held_out > 0) == y).mean()), 4)}  # fmt: skip
-    weights, bias = fit(x, y, args.l2)
+    weights, bias = fit_head(x, y, args.l2)
     probabilities = {qid: float(1 / (1 + np.exp(-(vector @ weights + bias))))
                      for (qid, _, _), vector in zip(dev, dev_vectors.astype(np.float64), strict=True)}  # fmt: skip
     kinds = {qid: kind for qid, kind, _ in dev}

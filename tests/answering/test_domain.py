@@ -33,24 +33,17 @@ def shipped() -> tuple[DomainGate, Embedder]:
     return DomainGate.load(DEFAULT_DOMAIN_PATH), Embedder(device="cpu")
 
 
-@pytest.mark.parametrize("question", [
-    "How do I get candle wax out of a wool carpet?",
-    "Why does a car tyre lose inflation faster in cold weather?",
-    "What is the capital of Mongolia and how many people live there?",
-    "Explain the difference between a list and a tuple in Python.",
+@pytest.mark.parametrize(("question", "economics"), [
+    ("How do I get candle wax out of a wool carpet?", False),
+    ("Why does a car tyre lose inflation faster in cold weather?", False),
+    ("What is the capital of Mongolia and how many people live there?", False),
+    ("Explain the difference between a list and a tuple in Python.", False),
+    ("Do minimum wage increases reduce employment of teenagers?", True),
+    ("What explains the fall in household spending at retirement?", True),
+    ("How did the 2008 financial crisis change bank lending to small firms?", True),
+    ("Does a pollution tax on electricity generators lower emissions?", True),
 ])  # fmt: skip
-def test_the_shipped_gate_declines_questions_outside_economics(shipped, question: str) -> None:
+def test_the_shipped_gate_declines_questions_outside_economics_only(shipped, question: str, economics: bool) -> None:
     gate, embedder = shipped
-    assert gate.decline_reason(embedder.encode([question])[0]) is not None
-
-
-@pytest.mark.parametrize("question", [
-    "Do minimum wage increases reduce employment of teenagers?",
-    "What explains the fall in household spending at retirement?",
-    "How did the 2008 financial crisis change bank lending to small firms?",
-    "Does a pollution tax on electricity generators lower emissions?",
-])  # fmt: skip
-def test_the_shipped_gate_passes_economics_questions(shipped, question: str) -> None:
-    gate, embedder = shipped
-    assert gate.decline_reason(embedder.encode([question])[0]) is None
     assert gate.encoder == embedder.model_name
+    assert (gate.decline_reason(embedder.encode([question])[0]) is None) == economics
