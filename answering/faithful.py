@@ -46,12 +46,22 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
                          "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
-_RESULTS_SAY = re.compile(r"^(?:the|our|these|their) (?:analysis|results?|evidence|estimates|findings) "
-                          r"(?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?) that\s+",
-                          re.IGNORECASE)  # fmt: skip
+_RESULTS_SAY = re.compile(r"^(?:the|our|these|their|this) (?:(?:preferred|main|empirical|key|overall) )?"
+                          r"(?:analysis|results?|evidence|estimates?|findings)(?:,? (?:thus|therefore|also|then|"
+                          r"together),?)? (?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?|"
+                          r"confirms?) that\s+", re.IGNORECASE)  # fmt: skip
+# "The model predicts X", "The results suggest X": the paper's own model or results, whose by name ("Banzhaf and
+# Walsh's (2008) model predicts X"): "find that" would turn a model's prediction into a finding.
+_OWN_SUBJECT = re.compile(r"^(?:the|our|these|their|this) (?P<noun>(?:(?:preferred|main|empirical|estimated|key|"
+                          r"baseline|calibrated|simple) )?(?:model|results?|estimates?|evidence|analysis|findings|"
+                          r"framework|theory|simulations?|experiments?))(?= (?:shows?|suggests?|indicates?|implies|"
+                          r"imply|reveals?|demonstrates?|predicts?|explains?|supports?|yields?|generates?|confirms?|"
+                          r"highlights?|provides?|can|also|thus|therefore|accounts?)\b)", re.IGNORECASE)  # fmt: skip
 # "Using X, we find that Y": an opening clause, then the authors' own verb (said once, by who found it).
-_LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),\s+(?:the authors|we)\s+(?P<verb>find|show|estimate|document|"
+_LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors|we)\s+(?P<verb>find|show|estimate|document|"
                            r"demonstrate|conclude|establish|confirm)\s+(?P<rest>.+)$", re.IGNORECASE)  # fmt: skip
+# The word after a generic subject's "verb" that shows the verb was a noun ("The authors estimate suggests …").
+_NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)\b"
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -65,7 +75,8 @@ _LINKING_OPENER = re.compile(
     r"^(?:However|Second|Third|First|Finally|Moreover|Furthermore|In addition|Additionally|Also|Further|Thus|Hence|"
     r"Therefore|Overall|In particular|Instead|Importantly|Consequently|As a result|In contrast|By contrast|"
     r"In the (?:first|second|third)(?: (?:part|half|experiment|study|paper))?|Second and finally|And|Yet|But|Still|"
-    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then)\s*,?\s+", re.IGNORECASE)  # fmt: skip
+    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|At the same time|Among other things|In sum|"
+    r"In summary|Taken together|On the other hand|In turn|Surprisingly|Strikingly)\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
 
 def numbers_of(text: str) -> list[str]:
@@ -132,8 +143,8 @@ def subject_kept(finding: str, abstract: str) -> bool:
     if not subject:
         return True
     verb, _, after = finding.strip()[subject.end():].partition(" ")
-    if after.startswith("of "):  # "The author estimates of X are higher": a noun, not the authors' verb
-        return False
+    if after.startswith("of ") or re.match(_NOUN_THEN_VERB, after):
+        return False  # "The author estimates of X are …", "The authors estimate suggests …": a noun, not a verb
     verb = verb.lower().strip(",.;:")
     stem = re.sub(r"(es|s)$", "", verb) if verb not in _BASE_VERBS else verb
     if stem in _BASE_VERBS or verb in _BASE_VERBS:
@@ -220,6 +231,9 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
     if results_say:  # "The results suggest that X" -> "Who find that X"
         rest = sentence[results_say.end():]
         return f"{who} {'finds' if singular else 'find'} that {third_person(rest)}"
+    own_subject = _OWN_SUBJECT.match(sentence)
+    if own_subject:  # "The model predicts X" -> "Who's model predicts X"
+        return f"{possessive(who)} {own_subject['noun']}{third_person(sentence[own_subject.end():])}"
     sentence = sentence[:1].upper() + sentence[1:]
     lead_then_we = _LEAD_THEN_WE.match(sentence)
     if lead_then_we and not _GENERIC_SUBJECT.match(sentence):  # -> "Who find, using X, that Y"
@@ -232,6 +246,14 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
         return f"{who} {_agreeing(rest, singular)}" if rest else who
     body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
     return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
+
+
+def possessive(who: str) -> str:
+    """'Smith (2001)' -> "Smith's (2001)", 'The authors (2013)' -> "The authors' (2013)", 'Lee et al.' -> "Lee et
+    al.'s"."""
+    name, bracket, year = who.partition(" (")
+    mark = "'" if name == "The authors" else "'s"
+    return f"{name}{mark}{bracket}{year}"
 
 
 def _keeps_capital(text: str, abstract: str) -> bool:
