@@ -251,8 +251,14 @@ class Answerer:
         question = replace(question, query=resolved.judge_query, filters=resolved.filters)
         max_papers = question.top_k or self.settings.top_k
         evidence_k = max(self.settings.evidence_k, max_papers)
+        wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
+        query = self.search.encode(resolved.retrieval_query)
+        outside: str | None = None  # why the question lies outside economics (then it is declined, not reranked)
+        if self.answerability is not None and wanted and self.domain is not None:
+            with timer.stage("domain"):
+                outside = self.domain.decline_reason(query.vector)
         outcome = self.search.run(resolved.retrieval_query, evidence_k, question.mode, question.filters,
-                                  question.rerank, resolved.referred)  # fmt: skip
+                                  question.rerank if outside is None else False, resolved.referred, query)  # fmt: skip
         hits = outcome.hits
         params = self.sampling_params(question.generation)
         passages = to_passages(hits)
@@ -267,18 +273,14 @@ class Answerer:
             return prepared(findings=(), verdict=None,
                             notes=(resolved.decline or "No passage matched the question and filters.",))
 
-        wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         verdict: AnswerabilityVerdict | None = None
         notes: list[str] = []
         probabilities: dict[int, float] = {}
         weighed: dict[int, PaperSentences] = {}  # the sentence judge's evidence, per passage position
         if self.answerability is not None and wanted:
-            if self.domain is not None:
-                with timer.stage("domain"):
-                    outside = self.domain.decline_reason(outcome.query.vector)
-                if outside is not None:
-                    verdict = AnswerabilityVerdict("not_covered", 0.0, outside)
-                    return prepared(findings=(), verdict=verdict, notes=(declined_note(verdict),))
+            if outside is not None:
+                verdict = AnswerabilityVerdict("not_covered", 0.0, outside)
+                return prepared(findings=(), verdict=verdict, notes=(declined_note(verdict),))
             judge_logits = None
             if self.judge is not None and self.answerability.reads_judge:
                 with timer.stage("judge"):
@@ -358,7 +360,7 @@ class Answerer:
         notes = list(prepared.notes)
         if report.unsupported:
             notes.append(f"{len(report.unsupported)} answer sentence(s) are not supported by any passage.")
-        if not prepared.search.reranked:
+        if not prepared.search.reranked and prepared.generates:  # a question outside economics is never reranked
             notes.append("Reranking was off for this answer.")
         return Answer(text, finish_reason, report, prepared, usage, notes, findings,
                       {**prepared.timings_ms, **generate_ms, **timer.timings_ms})

@@ -84,7 +84,10 @@ class Search(Protocol):
     """The search stage (retrieval.search.SearchPipeline)."""
 
     def run(self, query: str, top_k: int, mode: str = "hybrid", filters: SearchFilters | None = None,
-            rerank: bool | None = None, include: Sequence[str] = ()) -> SearchOutcome: ...  # fmt: skip
+            rerank: bool | None = None, include: Sequence[str] = (), encoded: Query | None = None
+            ) -> SearchOutcome: ...  # fmt: skip
+
+    def encode(self, query: str) -> Query: ...
 
     def dense_similarities(self, query: Query, hits: list[RetrievedChunk]) -> list[float]: ...
 

@@ -49,9 +49,11 @@ class SearchPipeline:
         filters: SearchFilters | None = None,
         rerank: bool | None = None,
         include: Sequence[str] = (),
+        encoded: Query | None = None,
     ) -> SearchOutcome:
         """include: doc_ids that must be among the hits (a follow-up's papers: "which of those ..."), each by its
-        first chunk when retrieval missed it and it passes the filters; reranked with the others, kept past top_k."""
+        first chunk when retrieval missed it and it passes the filters; reranked with the others, kept past top_k.
+        encoded: the query from `encode` when the caller read its vector first (it is encoded once)."""
         timer = StageTimer()
         if rerank and not self.rerank.available:
             raise RerankNotAvailableError(
@@ -61,7 +63,8 @@ class SearchPipeline:
         use_rerank = self.rerank.available if rerank is None else rerank
         # The reranker sees more candidates than are returned, so it can promote lower-ranked ones.
         depth = max(top_k, self.rerank_top_m) if use_rerank else top_k
-        encoded = Query(query, self.retriever.encoder)
+        if encoded is None or encoded.text != query:
+            encoded = self.encode(query)
         with timer.stage("retrieve"):
             hits = self.retriever.retrieve(encoded, depth, filters=filters, mode=mode)
             missed = self._papers([d for d in include if d not in {hit.chunk.doc_id for hit in hits}], filters)
@@ -76,6 +79,10 @@ class SearchPipeline:
             hits = hits + missed
         kept = hits[:top_k] + [hit for hit in hits[top_k:] if hit.chunk.doc_id in include]
         return SearchOutcome(encoded, kept, use_rerank, dict(timer.timings_ms), hits)
+
+    def encode(self, query: str) -> Query:
+        """The query as retrieval sees it (its vector computed on first use, once)."""
+        return Query(query, self.retriever.encoder)
 
     def _papers(self, doc_ids: Sequence[str], filters: SearchFilters | None) -> list[RetrievedChunk]:
         """Each paper's first chunk, as a hit no retriever ranked; papers unknown or outside the filters are left

@@ -155,3 +155,12 @@ def test_a_question_outside_economics_is_declined_by_the_domain_gate_first(make_
     assert prepared.hits  # the closest passages are still listed
     covered = answerer.prepare(Question(query=COVERED))
     assert covered.generates  # an economics question passes the gate to the passage decision
+
+
+def test_a_question_outside_economics_is_declined_before_the_reranker_runs(make_services) -> None:
+    answerer = make_services(reranker=True, answerability={"domain_path": DEFAULT_DOMAIN_PATH}).answerer
+    outside = answerer.prepare(Question(query="Why does a car tyre lose inflation faster in cold weather?"))
+    assert outside.coverage == "not_covered" and outside.hits
+    assert not outside.search.reranked and "rerank" not in outside.timings_ms
+    economics = answerer.prepare(Question(query=COVERED))
+    assert economics.search.reranked and "rerank" in economics.timings_ms
