@@ -62,6 +62,10 @@ _LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors|we)\s+(
                            r"demonstrate|conclude|establish|confirm)\s+(?P<rest>.+)$", re.IGNORECASE)  # fmt: skip
 # The word after a generic subject's "verb" that shows the verb was a noun ("The authors estimate suggests …").
 _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)\b"
+# "No evidence was found of X": what the authors find, said once ("Who find no evidence of X").
+_EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robust|limited|mixed|clear|scant|"
+                             r"considerable|substantial|suggestive)\b[^.;]{0,40}?\bevidence\b[^.;]{0,80}?) "
+                             r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -245,6 +249,10 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
         rest = third_person(sentence[subject.end():])
         return f"{who} {_agreeing(rest, singular)}" if rest else who
     body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
+    evidence_found = _EVIDENCE_FOUND.match(body)
+    if evidence_found:  # "No evidence was found of X" -> "Who find no evidence of X"
+        said = " ".join(part for part in (evidence_found["evidence"], evidence_found["rest"]) if part)
+        return f"{who} {'finds' if singular else 'find'} {third_person(said)}"
     return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
 
 

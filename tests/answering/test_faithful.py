@@ -162,6 +162,11 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
      "Curcuru et al. (2011) find, counter to stylized facts, using new data, that investors sell past winners."),
     ("At the same time, there remains a conflict between the right and the left.", "Gruber (2003)",
      "Gruber (2003) finds that there remains a conflict between the right and the left."),
+    # "evidence was found": said once, by who found it
+    ("No evidence was found of manipulation of test scores by teachers.", "Lavy (2009)",
+     "Lavy (2009) finds no evidence of manipulation of test scores by teachers."),
+    ("Little systematic evidence of compensatory behavior is found among smokers.", "Abrevaya and Puzzello (2012)",
+     "Abrevaya and Puzzello (2012) find little systematic evidence of compensatory behavior among smokers."),
 ])  # fmt: skip
 def test_the_papers_own_results_and_models_are_said_by_who_found_them(sentence: str, who: str, expected: str) -> None:
     assert attributed(sentence, who, sentence) == expected
