@@ -46,10 +46,10 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
                          "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
-_RESULTS_SAY = re.compile(r"^(?:the|our|these|their|this) (?:(?:preferred|main|empirical|key|overall) )?"
-                          r"(?:analysis|results?|evidence|estimates?|findings)(?:,? (?:thus|therefore|also|then|"
+_RESULTS_SAY = re.compile(r"^(?:the|our|these|their|this) (?:(?:preferred|main|empirical|key|overall|core|central) )?"
+                          r"(?:analysis|results?|evidence|estimates?|findings?)(?:,? (?:thus|therefore|also|then|"
                           r"together),?)? (?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?|"
-                          r"confirms?) that\s+", re.IGNORECASE)  # fmt: skip
+                          r"confirms?|is|are) that\s+", re.IGNORECASE)  # fmt: skip
 # "The model predicts X", "The results suggest X": the paper's own model or results, whose by name ("Banzhaf and
 # Walsh's (2008) model predicts X"): "find that" would turn a model's prediction into a finding.
 _OWN_SUBJECT = re.compile(r"^(?:the|our|these|their|this) (?P<noun>(?:(?:preferred|main|empirical|estimated|key|"
@@ -66,6 +66,8 @@ _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)
 _EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robust|limited|mixed|clear|scant|"
                              r"considerable|substantial|suggestive)\b[^.;]{0,40}?\bevidence\b[^.;]{0,80}?) "
                              r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
+# A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
+_CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -240,7 +242,8 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
         return f"{possessive(who)} {own_subject['noun']}{third_person(sentence[own_subject.end():])}"
     sentence = sentence[:1].upper() + sentence[1:]
     lead_then_we = _LEAD_THEN_WE.match(sentence)
-    if lead_then_we and not _GENERIC_SUBJECT.match(sentence):  # -> "Who find, using X, that Y"
+    if lead_then_we and not _GENERIC_SUBJECT.match(sentence) and not _CLAUSE_LEAD.search(lead_then_we["lead"]):
+        # -> "Who find, using X, that Y"
         lead, verb, rest = lead_then_we["lead"], lead_then_we["verb"].lower(), lead_then_we["rest"]
         lead = lead if _keeps_capital(lead, abstract) else lead[:1].lower() + lead[1:]
         return f"{who} {_agreeing(verb, singular)}, {third_person(lead)}, {third_person(rest)}"

@@ -29,7 +29,13 @@ from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
 
 FINDINGS = DEV_QUESTIONS.with_name("findings.jsonl")
-_ATTRIBUTION = re.compile(r"^[^.]*?\(\d{4}\)\s*")  # "Autor, Dorn, and Hanson (2013) " opening a finding
+# "Autor, Dorn, and Hanson (2013) ", "Lee et al.'s (2020) " opening a finding
+_ATTRIBUTION = re.compile(r"^(?:[^.(]|\bal\.)*?\(\d{4}\)\s*")
+
+
+def finding_body(text: str) -> str:
+    """A shown finding without the attribution the service opened it with (who found it, the year)."""
+    return _ATTRIBUTION.sub("", text, count=1)
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class FindingFigures:
             counts["findings"] += 1
             counts["cut"] += not is_complete(text)
             if document is not None:
-                body = _ATTRIBUTION.sub("", text, count=1)
+                body = finding_body(text)
                 allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
                 counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
                 counts["reworded"] += bool(unfaithful_words(body, document.abstract, allowed))
@@ -79,5 +85,5 @@ class FindingFigures:
         return counts
 
     def closest(self, text: str, sentences: tuple[str, ...]) -> int:
-        vectors = self.index.embedder.encode([_ATTRIBUTION.sub("", text, count=1), *sentences])
+        vectors = self.index.embedder.encode([finding_body(text), *sentences])
         return int(np.argmax(vectors[1:] @ vectors[0]))

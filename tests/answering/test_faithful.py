@@ -162,6 +162,12 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
      "Curcuru et al. (2011) find, counter to stylized facts, using new data, that investors sell past winners."),
     ("At the same time, there remains a conflict between the right and the left.", "Gruber (2003)",
      "Gruber (2003) finds that there remains a conflict between the right and the left."),
+    # a lead that is a clause of its own stays where it is
+    ("Classical approximations assume that two estimates are equivalent, but we show that this fails.",
+     "The authors (2014)", "The authors (2014) find that classical approximations assume that two estimates are "
+     "equivalent, but the authors show that this fails."),
+    ("Our core finding is that vouchers generate long-run welfare gains.", "Chyn and Daruich (2025)",
+     "Chyn and Daruich (2025) find that vouchers generate long-run welfare gains."),
     # "evidence was found": said once, by who found it
     ("No evidence was found of manipulation of test scores by teachers.", "Lavy (2009)",
      "Lavy (2009) finds no evidence of manipulation of test scores by teachers."),
