@@ -45,14 +45,16 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
                          "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
                          "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
+# Whose results or model a sentence speaks of: the paper's own ("their" in an abstract is someone else's).
+_OWN = r"^(?:the|our|these|this|my|the author's|the authors')"
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
-_RESULTS_SAY = re.compile(r"^(?:the|our|these|their|this) (?:(?:preferred|main|empirical|key|overall|core|central) )?"
+_RESULTS_SAY = re.compile(_OWN + r" (?:(?:preferred|main|empirical|key|overall|core|central) )?"
                           r"(?:analysis|results?|evidence|estimates?|findings?)(?:,? (?:thus|therefore|also|then|"
                           r"together),?)? (?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?|"
                           r"confirms?|is|are) that\s+", re.IGNORECASE)  # fmt: skip
 # "The model predicts X", "The results suggest X": the paper's own model or results, whose by name ("Banzhaf and
 # Walsh's (2008) model predicts X"): "find that" would turn a model's prediction into a finding.
-_OWN_SUBJECT = re.compile(r"^(?:the|our|these|their|this) (?P<noun>(?:(?:preferred|main|empirical|estimated|key|"
+_OWN_SUBJECT = re.compile(_OWN + r" (?P<noun>(?:(?:preferred|main|empirical|estimated|key|"
                           r"baseline|calibrated|simple) )?(?:model|results?|estimates?|evidence|analysis|findings|"
                           r"framework|theory|simulations?|experiments?))(?= (?:shows?|suggests?|indicates?|implies|"
                           r"imply|reveals?|demonstrates?|predicts?|explains?|supports?|yields?|generates?|confirms?|"
@@ -68,12 +70,15 @@ _EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robus
                              r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
 # A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
+# A second reporting verb of the same subject ("… and find").
+_SECOND_VERB = re.compile(r"\b(and|then) (find|show|estimate|document|demonstrate|conclude|argue)\b")
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
 _GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
-    r"The article|They|We|I|It(?= (?:shows|finds|argues|documents|demonstrates|suggests|estimates)\b))\b\s*",
+    r"The article|We|I|It(?= (?:shows|finds|argues|documents|demonstrates|suggests|estimates)\b)|"
+    r"They(?= (?:find|show|argue|document|demonstrate|suggest|estimate)\b))\b\s*",
     re.IGNORECASE)  # fmt: skip
 # Words that open a sentence by linking it to the one before ("However, …", "Second, …"): dropped when the sentence
 # stands alone as a finding.
@@ -221,7 +226,10 @@ def _agreeing(rest: str, singular: bool) -> str:
     if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
         return f"{verb} {_agreeing(tail, singular)}"
     if singular and verb.lower() in _BASE_VERBS:
-        verb = verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
+        verb = _third_singular(verb)
+        # "measure X and find that Y": the second verb agrees too (before the first "that": still the subject's)
+        clause, that, after = tail.partition(" that ")
+        tail = _SECOND_VERB.sub(lambda m: f"{m[1]} {_third_singular(m[2])}", clause) + that + after
     elif not singular:  # "It shows" -> "Smith and Jones (2001) show"
         verb = next((verb[: -len(end)] for end in ("es", "s") if verb.lower()[: -len(end)] in _BASE_VERBS
                      and verb.lower().endswith(end)), verb)  # fmt: skip
@@ -275,6 +283,11 @@ def _keeps_capital(text: str, abstract: str) -> bool:
         return True
     return (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
         rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
+
+
+def _third_singular(verb: str) -> str:
+    """'find' -> 'finds', 'match' -> 'matches'."""
+    return verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
 
 
 def _is_single(who: str) -> bool:

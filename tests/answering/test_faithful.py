@@ -168,6 +168,17 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
      "equivalent, but the authors show that this fails."),
     ("Our core finding is that vouchers generate long-run welfare gains.", "Chyn and Daruich (2025)",
      "Chyn and Daruich (2025) find that vouchers generate long-run welfare gains."),
+    ("The author's results suggest that more information can increase polarization.", "Baysan (2022)",
+     "Baysan (2022) finds that more information can increase polarization."),
+    # a single author's second verb agrees; "they" is whoever the abstract speaks of, not its authors
+    ("I measure monotonicity in five settings and find that it is violated.", "Sigstad (2025)",
+     "Sigstad (2025) measures monotonicity in five settings and finds that it is violated."),
+    ("Specifically, they produce a low correlation between hours and productivity (0.23).", "Takahashi (2014)",
+     "Takahashi (2014) finds that they produce a low correlation between hours and productivity (0.23)."),
+    ("Their results resolve long-standing puzzles.", "Takahashi (2014)",
+     "Takahashi (2014) finds that their results resolve long-standing puzzles."),
+    ("They pay a price per expected visit of more than $17.", "DellaVigna and Malmendier (2006)",
+     "DellaVigna and Malmendier (2006) find that they pay a price per expected visit of more than $17."),
     # "evidence was found": said once, by who found it
     ("No evidence was found of manipulation of test scores by teachers.", "Lavy (2009)",
      "Lavy (2009) finds no evidence of manipulation of test scores by teachers."),
