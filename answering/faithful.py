@@ -68,6 +68,9 @@ _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)
 _EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robust|limited|mixed|clear|scant|"
                              r"considerable|substantial|suggestive)\b[^.;]{0,40}?\bevidence\b[^.;]{0,80}?) "
                              r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
+# A generated finding's own results or model ("Their results suggest …"); in an abstract "their" is someone else's.
+_THEIR = re.compile(r"^Their(?= (?:(?:main|core|key|preferred) )?(?:results?|findings?|estimates?|model|analysis|"
+                    r"evidence)\b)")  # fmt: skip
 # A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
 # A second reporting verb of the same subject ("… and find").
@@ -180,7 +183,9 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
     usable = usable and is_faithful(text, abstract, title)
     if usable and answering:
         usable = source_sentence(text, sentences_of(abstract)) in answering
-    return attributed(text if usable else fallback, who, abstract)
+    if usable:  # the generator writes in the third person: its "Their results" are the authors'
+        return attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
+    return attributed(fallback, who, abstract)
 
 
 def source_sentence(finding: str, sentences: list[str]) -> str | None:

@@ -194,3 +194,12 @@ def test_a_generated_subject_whose_verb_is_followed_by_a_verb_was_a_noun() -> No
     garbled = "The authors estimate suggests that workplace bans reduce smoking by 5 percentage points [1]."
     assert finished_finding(garbled, abstract, "", "Evans et al. (1999)", abstract) == (
         "Evans et al. (1999) find that workplace bans reduce smoking by 5 percentage points.")
+
+
+def test_a_generated_findings_their_results_are_the_authors_an_abstracts_are_someone_elses() -> None:
+    abstract = "Their results resolve old puzzles. Our results suggest that choice matters more than cost."
+    generated = "Their results suggest that choice matters more than cost [1]."
+    assert finished_finding(generated, abstract, "", "Barr and Castleman (2025)", abstract) == (
+        "Barr and Castleman (2025) find that choice matters more than cost.")
+    assert finished_finding("Their [1]", abstract, "", "Takahashi (2014)", "Their results resolve old puzzles.") == (
+        "Takahashi (2014) finds that their results resolve old puzzles.")
