@@ -49,7 +49,8 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
 _OWN = r"^(?:the|our|these|this|my|the author's|the authors')"
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
 _RESULTS_SAY = re.compile(_OWN + r" (?:(?:preferred|main|empirical|key|overall|core|central) )?"
-                          r"(?:analysis|results?|evidence|estimates?|findings?)(?:,? (?:thus|therefore|also|then|"
+                          r"(?:analysis|results?|evidence|estimates?|findings?|calculations|simulations)"
+                          r"(?:,? (?:thus|therefore|also|then|"
                           r"together),?)? (?:shows?|suggests?|indicates?|implies|imply|reveals?|demonstrates?|"
                           r"confirms?|is|are) that\s+", re.IGNORECASE)  # fmt: skip
 # "The model predicts X", "The results suggest X": the paper's own model or results, whose by name ("Banzhaf and
@@ -70,7 +71,7 @@ _EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robus
                              r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
 # A generated finding's own results or model ("Their results suggest …"); in an abstract "their" is someone else's.
 _THEIR = re.compile(r"^Their(?= (?:(?:main|core|key|preferred) )?(?:results?|findings?|estimates?|model|analysis|"
-                    r"evidence)\b)")  # fmt: skip
+                    r"evidence|calculations|simulations)\b)")  # fmt: skip
 # A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
 # A second reporting verb of the same subject ("… and find").

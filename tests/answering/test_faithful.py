@@ -166,6 +166,8 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
     ("Classical approximations assume that two estimates are equivalent, but we show that this fails.",
      "The authors (2014)", "The authors (2014) find that classical approximations assume that two estimates are "
      "equivalent, but the authors show that this fails."),
+    ("Our calculations indicate that mismatch explains at most 1/3 of the increase.", "Şahin et al. (2014)",
+     "Şahin et al. (2014) find that mismatch explains at most 1/3 of the increase."),
     ("Our core finding is that vouchers generate long-run welfare gains.", "Chyn and Daruich (2025)",
      "Chyn and Daruich (2025) find that vouchers generate long-run welfare gains."),
     ("The author's results suggest that more information can increase polarization.", "Baysan (2022)",
