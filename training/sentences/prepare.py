@@ -7,6 +7,10 @@ included so that the sentence model can be checked on abstracts it never saw. Ea
 sentences as `corpus.sentences.split_sentences` splits it, numbered from 0.
 
     python -m training.sentences.prepare --batches 4 --paraphrases 520 --topical 160
+    python -m training.sentences.prepare --first 5 --batches 5 --paraphrases 970 --topical 310   # 600 more pairs
+
+Pairs already labelled (training/data/sentences) are left out, so a larger draw with the same seed adds new pairs
+only; `--first` numbers the new batches after the committed ones.
 """
 
 from __future__ import annotations
@@ -21,6 +25,15 @@ from training.corpus import REPO_ROOT, load_training_corpus
 from training.questions.dataset import load_paraphrases, load_reworded, load_topicals
 
 BATCHES_DIR = REPO_ROOT / "var" / "sentences" / "batches"
+LABELS_DIR = REPO_ROOT / "training" / "data" / "sentences"
+
+
+def labelled_pairs() -> set[str]:
+    """The pairs training/data/sentences already holds."""
+    labelled = set()
+    for path in sorted(LABELS_DIR.glob("batch_*.jsonl")):
+        labelled |= {json.loads(line)["pair"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    return labelled
 
 
 def pairs(paraphrases: int, topical: int, seed: int) -> list[dict]:
@@ -51,11 +64,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--paraphrases", type=int, default=520)
     parser.add_argument("--topical", type=int, default=160)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--first", type=int, default=1, help="the number of the first batch written")
     args = parser.parse_args(argv)
-    records = pairs(args.paraphrases, args.topical, args.seed)
+    labelled = labelled_pairs()
+    records = [record for record in pairs(args.paraphrases, args.topical, args.seed) if record["pair"] not in labelled]
     args.out.mkdir(parents=True, exist_ok=True)
     for batch in range(args.batches):
-        path = args.out / f"batch_{batch + 1:02d}.json"
+        path = args.out / f"batch_{batch + args.first:02d}.json"
         path.write_text(json.dumps(records[batch :: args.batches], ensure_ascii=False, indent=1) + "\n")
         print(f"{path.relative_to(REPO_ROOT)}: {len(records[batch :: args.batches])} pairs")
 
