@@ -81,6 +81,8 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
         judged = followup.wording
     elif window is not None and searched != query:
         judged = plain_question(searched)
+    # A question of characters Python strips but the API keeps ("\u0085") is searched as asked, never as nothing.
+    searched, judged = (text if text.strip() else question for text in (searched, judged))
     decline = None
     if stats is not None and merged is not None:
         decline = _empty_window(merged, applied, stats)

@@ -116,3 +116,8 @@ def test_a_followup_is_searched_with_the_carried_terms_and_judged_as_a_question(
     assert resolved.filters == SearchFilters(year_min=2021)
     short = resolve("What about fuel taxes?", HISTORY)
     assert short.judge_query == "Do carbon taxes reduce emissions? What about fuel taxes?"
+
+
+def test_a_question_python_strips_to_nothing_is_searched_as_asked() -> None:
+    resolved = resolve_question("\u0085", (), None, None)
+    assert resolved.retrieval_query == "\u0085" and resolved.judge_query == "\u0085"
