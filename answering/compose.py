@@ -43,13 +43,15 @@ _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b
                  (re.compile(r"\bI ((?:also |then |further )?)(find|show|estimate|argue|document|use|develop|study|"
                              r"exploit|provide|examine|test|present|propose|construct|compare|identify|explore|"
                              r"investigate|measure|consider|demonstrate|conclude)\b"),
-                  lambda m: f"the author {m[1]}{_third_singular(m[2])}"),
+                  lambda m: f"the author {m[1]}{third_singular(m[2])}"),
                  (re.compile(r"\bmy\b"), "the author's"))  # fmt: skip
 
 
-def _third_singular(verb: str) -> str:
-    """'find' -> 'finds', 'study' -> 'studies'."""
-    return verb[:-1] + "ies" if verb.endswith("y") and verb[-2:-1] not in "aeiou" else verb + "s"
+def third_singular(verb: str) -> str:
+    """'find' -> 'finds', 'study' -> 'studies', 'establish' -> 'establishes'."""
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
 
 
 def third_person(sentence: str) -> str:

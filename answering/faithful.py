@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from answering.citations import sentences_of
-from answering.compose import third_person
+from answering.compose import third_person, third_singular
 from corpus.authors import people
 
 # A number as written: 120,000-180,000 is two numbers; 0.5, 12%, 1990s, $3.2 are one each.
@@ -232,10 +232,10 @@ def _agreeing(rest: str, singular: bool) -> str:
     if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
         return f"{verb} {_agreeing(tail, singular)}"
     if singular and verb.lower() in _BASE_VERBS:
-        verb = _third_singular(verb)
+        verb = third_singular(verb)
         # "measure X and find that Y": the second verb agrees too (before the first "that": still the subject's)
         clause, that, after = tail.partition(" that ")
-        tail = _SECOND_VERB.sub(lambda m: f"{m[1]} {_third_singular(m[2])}", clause) + that + after
+        tail = _SECOND_VERB.sub(lambda m: f"{m[1]} {third_singular(m[2])}", clause) + that + after
     elif not singular:  # "It shows" -> "Smith and Jones (2001) show"
         verb = next((verb[: -len(end)] for end in ("es", "s") if verb.lower()[: -len(end)] in _BASE_VERBS
                      and verb.lower().endswith(end)), verb)  # fmt: skip
@@ -289,11 +289,6 @@ def _keeps_capital(text: str, abstract: str) -> bool:
         return True
     return (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
         rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
-
-
-def _third_singular(verb: str) -> str:
-    """'find' -> 'finds', 'match' -> 'matches'."""
-    return verb + ("es" if verb.endswith(("s", "sh", "ch")) else "s")
 
 
 def _is_single(who: str) -> bool:

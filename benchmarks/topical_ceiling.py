@@ -14,13 +14,12 @@ Writes benchmarks/results/topical_ceiling.json.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
-from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel
+from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, logit
 from benchmarks.common import REPO_ROOT, git_commit, machine, write_results
 from indexing.index import PublishedIndex
 from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings
@@ -30,18 +29,13 @@ from training.sentence_gate import Evidence, gather
 DEPTHS = (1, 2, 3, 4, 5)
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
 # Each signal scores passage i of a question's evidence (higher: more likely to answer).
 SIGNALS: dict[str, Callable[[Evidence, int], float]] = {
     "search rank": lambda item, i: -i,
     "decision P": lambda item, i: item.probabilities[i],
     "judge P": lambda item, i: item.judged[i],
     "sentence judge P": lambda item, i: item.sentence_best[i],
-    "judge + decision logits": lambda item, i: _logit(item.judged[i]) + _logit(item.probabilities[i]),
+    "judge + decision logits": lambda item, i: logit(item.judged[i]) + logit(item.probabilities[i]),
 }
 
 

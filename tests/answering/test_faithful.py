@@ -205,3 +205,8 @@ def test_a_generated_findings_their_results_are_the_authors_an_abstracts_are_som
         "Barr and Castleman (2025) find that choice matters more than cost.")
     assert finished_finding("Their [1]", abstract, "", "Takahashi (2014)", "Their results resolve old puzzles.") == (
         "Takahashi (2014) finds that their results resolve old puzzles.")
+
+
+def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
+    assert attributed("We study why firms export.", "Lee (2001)") == "Lee (2001) studies why firms export."
+    assert attributed("We establish that prices fall.", "Lee (2001)") == "Lee (2001) establishes that prices fall."
