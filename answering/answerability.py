@@ -42,6 +42,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from answering.domain import DEFAULT_DOMAIN_PATH
+from answering.logits import sigmoid
 from answering.specifics import unmatched_specifics
 from retrieval.types import RetrievedChunk
 
@@ -181,17 +182,6 @@ def passage_signals(question: str, passages: Sequence[RetrievedChunk], dense_sco
             row["answer_logit"] = hit.answer_logit
         rows.append(row)
     return rows
-
-
-def sigmoid(logit: float) -> float:
-    """1 / (1 + e^-logit), clamped so that no logit overflows."""
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
-
-
-def logit(probability: float) -> float:
-    """The inverse of sigmoid (a probability of exactly 0 or 1 as about +-34.5)."""
-    clamped = min(max(probability, 1e-15), 1.0 - 1e-15)
-    return math.log(clamped / (1.0 - clamped))
 
 
 def select_with_judge(judge_probabilities: Sequence[float], probabilities: Sequence[float], doc_ids: Sequence[str],

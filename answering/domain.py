@@ -16,11 +16,12 @@ development questions' calibration half and stored in the model file.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from answering.logits import sigmoid
 
 DEFAULT_DOMAIN_PATH = Path(__file__).resolve().parents[1] / "models" / "weights" / "domain.json"
 
@@ -54,8 +55,7 @@ class DomainGate:
         if vector.shape != self.weights.shape:
             raise ValueError(f"The domain gate reads {self.weights.shape[0]}-d vectors of {self.encoder}, "
                              f"not {vector.shape}.")  # fmt: skip
-        z = float(self.weights @ vector) + self.bias
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return sigmoid(float(self.weights @ vector) + self.bias)
 
     def decline_reason(self, vector: np.ndarray) -> str | None:
         probability = self.probability(vector)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from answering.answerability import AnswerabilityVerdict, SentenceBars, logit, sigmoid
+from answering.answerability import AnswerabilityVerdict, SentenceBars
 from answering.citations import sentences_of
 from answering.faithful import is_question
+from answering.logits import logit, sigmoid
 from answering.ports import SentenceScorer
 from answering.prompt import Passage
 from answering.result_cues import CUE_WEIGHT, OPENING_WEIGHT, is_opening, result_cue

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from benchmarks.common import REPO_ROOT, RESULTS_DIR, machine, relative, write_results
+from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
 from benchmarks.search_burst import RssSampler, rss_mb
 from benchmarks.service import percentile, served
 from benchmarks.service_benchmark import search_query
@@ -117,7 +117,7 @@ def run(index: Path, label: str, clients: int, duration_s: float, after_s: float
     peak_mb = sampler.peak(started, ended + 1)
     after_mb = after[-1][1]
     return {
-        "label": label, **({"repo": str(repo)} if repo else {}), "clients": clients, "duration_s": duration_s,
+        "label": label, **({"commit": git_commit(repo)} if repo else {}), "clients": clients, "duration_s": duration_s,
         "burst_s": round(ended - started, 1),
         "max_wait_s": Settings().generation.max_wait_s,
         **({} if repo else {"wait_margin_s": Settings().generation.wait_margin_s}), "traffic": traffic,

@@ -19,8 +19,8 @@ import json
 from unittest import mock
 
 from answering import evidence
-from answering.answerability import sigmoid
 from answering.evidence import PaperSentences
+from answering.logits import sigmoid
 from benchmarks.common import SHARED, git_commit, machine, write_results
 from benchmarks.finding_figures import FINDINGS
 from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings

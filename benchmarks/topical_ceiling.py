@@ -19,7 +19,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, logit
+from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel
+from answering.logits import logit
 from benchmarks.common import REPO_ROOT, git_commit, machine, write_results
 from indexing.index import PublishedIndex
 from retrieval.sentence_judge import SentenceJudge, SentenceJudgeSettings

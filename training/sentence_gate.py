@@ -26,9 +26,10 @@ from pathlib import Path
 
 import torch
 
-from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, select_with_judge, sigmoid
+from answering.answerability import DEFAULT_MODEL_PATH, AnswerabilityModel, select_with_judge
 from answering.answerer import AnsweringSettings
 from answering.evidence import passage_sentences
+from answering.logits import sigmoid
 from indexing.index import PublishedIndex
 from indexing.local_backend import LocalIndexBackend
 from retrieval.hybrid import HybridSettings
