@@ -42,7 +42,8 @@ _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b
                  (re.compile(r"\bus\b"), "them"),
                  (re.compile(r"\bI ((?:also |then |further )?)(find|show|estimate|argue|document|use|develop|study|"
                              r"exploit|provide|examine|test|present|propose|construct|compare|identify|explore|"
-                             r"investigate|measure|consider|demonstrate|conclude)\b"),
+                             r"investigate|measure|consider|demonstrate|conclude|assume|illustrate|derive|analyze|"
+                             r"characterize|model|focus|discuss|describe|introduce)\b"),
                   lambda m: f"the author {m[1]}{third_singular(m[2])}"),
                  (re.compile(r"\bmy\b"), "the author's"))  # fmt: skip
 
@@ -113,9 +114,7 @@ class FindingStream:
                 return ""
             if self._shown is None:
                 shown = self.finisher("" if self.declined else self._sentences()).rstrip()
-                # its marker inside the sentence, before the closing punctuation: "… fell [2]."
-                end = len(shown) - len(shown.rstrip(".!?"))
-                self._shown = f"{shown[: len(shown) - end]} [{self.passage}]{shown[len(shown) - end:]}" if shown else ""
+                self._shown = marked(shown, self.passage)
             return self._shown
         if self.declined:
             return self._cited(self.fallback or "")
@@ -218,6 +217,17 @@ def _appended(finding: FindingStream) -> str:
     new = text[finding.emitted :] if len(text) > finding.emitted else ""
     finding.emitted = max(finding.emitted, len(text))
     return new
+
+
+def marked(finding: str, passage: int) -> str:
+    """Each sentence of a finding cited, its marker inside the sentence before the closing punctuation: "… fell
+    [2]." (a finding shown after the sentence it leans on has two)."""
+    parts = []
+    for start, end in split_sentences(finding):
+        sentence = finding[start:end].rstrip()
+        stop = len(sentence) - len(sentence.rstrip(".!?"))
+        parts.append(f"{sentence[: len(sentence) - stop]} [{passage}]{sentence[len(sentence) - stop:]}")
+    return " ".join(parts)
 
 
 def compose_opening(papers: int, partial: bool) -> str:

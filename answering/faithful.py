@@ -5,6 +5,8 @@ percentages, ranges, years) exactly as written there, every capitalised name, ev
 that say who found it: "the authors find", "their"), and no words cut mid-phrase. When the
 generated finding fails any of these, the paper's best finding sentence stands in for it (`attributed`): the
 abstract's own sentence in the third person, opened by who found it ("Autor, Dorn, and Hanson (2013) find that …").
+A finding that only points back ("We empirically confirm these theoretical predictions …", "This provides a simple
+justification …") is shown after the abstract's sentence it points to (`with_antecedent`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ _BASE_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provi
                          "quantify", "calibrate", "uncover", "exploit", "offer", "reach", "describe", "discuss",
                          "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
                          "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
-                         "link", "relate", "trace", "attribute", "address", "focus", "contribute"))  # fmt: skip
+                         "link", "relate", "trace", "attribute", "address", "focus", "contribute",
+                         "illustrate", "note"))  # fmt: skip
 # Whose results or model a sentence speaks of: the paper's own ("their" in an abstract is someone else's).
 _OWN = r"^(?:the|our|these|this|my|the author's|the authors')"
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
@@ -61,8 +64,9 @@ _OWN_SUBJECT = re.compile(_OWN + r" (?P<noun>(?:(?:preferred|main|empirical|esti
                           r"imply|reveals?|demonstrates?|predicts?|explains?|supports?|yields?|generates?|confirms?|"
                           r"highlights?|provides?|can|also|thus|therefore|accounts?)\b)", re.IGNORECASE)  # fmt: skip
 # "Using X, we find that Y": an opening clause, then the authors' own verb (said once, by who found it).
-_LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors|we)\s+(?P<verb>find|show|estimate|document|"
-                           r"demonstrate|conclude|establish|confirm)\s+(?P<rest>.+)$", re.IGNORECASE)  # fmt: skip
+_LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors?|we|I)\s+(?P<verb>find|show|estimate|"
+                           r"document|demonstrate|conclude|establish|confirm|illustrate|prove)\s+(?P<rest>.+)$",
+                           re.IGNORECASE)  # fmt: skip
 # The word after a generic subject's "verb" that shows the verb was a noun ("The authors estimate suggests …").
 _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)\b"
 # "No evidence was found of X": what the authors find, said once ("Who find no evidence of X").
@@ -76,6 +80,21 @@ _THEIR = re.compile(r"^Their(?= (?:(?:main|core|key|preferred) )?(?:results?|fin
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
 # A second reporting verb of the same subject ("… and find").
 _SECOND_VERB = re.compile(r"\b(and|then) (find|show|estimate|document|demonstrate|conclude|argue)\b")
+# What a finding leans on when it only makes sense after the sentence before it: opening on "this"/"these"
+# (not "this paper"), "in these treatments" or "otherwise", after at most a reporting verb ("finds that this
+# provides …") …
+_LEANS_BACK_FIRST = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:(?:in|under|with|for|at|from) )?(?:(?:this|these|those|"
+                               r"such)\b(?! (?:paper|article|study|note|essay|lecture|chapter|book|research|work)\b)|"
+                               r"otherwise\b)", re.IGNORECASE)  # fmt: skip
+# … or naming what it is about only by pointing back: "these three forces", "this theoretical prediction", "the
+# second fact".
+_LEANS_BACK_NOUN = re.compile(r"\bthese\b|\bthose\b(?! (?:which|who|whose|that|with|in|of|for|at)\b)|"
+                              r"\b(?:this|such|the (?:first|second|third|former|latter|above))(?: [a-z]+)? "
+                              r"(?:predictions?|results?|findings?|effects?|patterns?|facts?|mechanisms?|"
+                              r"hypothes[ie]s|relationships?|puzzles?|observations?|regularit(?:y|ies))\b",
+                              re.IGNORECASE)  # fmt: skip
+LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
+MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -91,7 +110,8 @@ _LINKING_OPENER = re.compile(
     r"Therefore|Overall|In particular|Instead|Importantly|Consequently|As a result|In contrast|By contrast|"
     r"In the (?:first|second|third)(?: (?:part|half|experiment|study|paper))?|Second and finally|And|Yet|But|Still|"
     r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|At the same time|Among other things|In sum|"
-    r"In summary|Taken together|On the other hand|In turn|Surprisingly|Strikingly)\s*,?\s+", re.IGNORECASE)  # fmt: skip
+    r"In summary|Taken together|On the other hand|In turn|Surprisingly|Strikingly|"
+    r"In this (?:paper|article|study|note|essay))\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
 
 def numbers_of(text: str) -> list[str]:
@@ -184,9 +204,39 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
     usable = usable and is_faithful(text, abstract, title)
     if usable and answering:
         usable = source_sentence(text, sentences_of(abstract)) in answering
+    sentences = sentences_of(abstract)
     if usable:  # the generator writes in the third person: its "Their results" are the authors'
-        return attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
-    return attributed(fallback, who, abstract)
+        shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
+        return with_antecedent(shown, source_sentence(text, sentences), who, sentences, abstract)
+    return with_antecedent(attributed(fallback, who, abstract), fallback, who, sentences, abstract)
+
+
+def leans_back(shown: str, who: str) -> bool:
+    """Whether a shown finding only makes sense after the sentence before it in its abstract: what it states is
+    "this", "these predictions", "the second fact", or "otherwise" ("Eeckhout (2004) finds that this provides a
+    simple justification …")."""
+    for opening in (who, possessive(who)):
+        if shown.startswith(opening):
+            shown = shown[len(opening):].lstrip()
+            break
+    # a pointing noun counts near the start, where it is what the finding is about ("confirm these predictions"),
+    # not in a later clause that points back within the sentence ("…, although these findings disappear")
+    start = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split()[:LEANING_WORDS])
+    return bool(_LEANS_BACK_FIRST.match(shown) or _LEANS_BACK_NOUN.search(start))
+
+
+def with_antecedent(shown: str, source: str | None, who: str, sentences: Sequence[str], abstract: str) -> str:
+    """A finding that leans back (`leans_back`) after the abstract sentence it leans on: "Who note that <the
+    sentence before>. <its own sentence, in the third person>" (both the abstract's words; "note": the sentence
+    before is context, often a setting, not a finding); otherwise as shown."""
+    if source is None or source not in sentences or not leans_back(shown, who):
+        return shown
+    position = sentences.index(source)
+    before = sentences[position - 1].strip() if position > 0 else ""
+    if not before or is_question(before) or len(before.split()) > MAX_ANTECEDENT_WORDS:
+        return shown
+    own = third_person(_CITATION.sub("", source).strip())
+    return f"{attributed(before, who, abstract, verb='note').rstrip()} {own[:1].upper()}{own[1:]}"
 
 
 def source_sentence(finding: str, sentences: list[str]) -> str | None:
@@ -242,15 +292,17 @@ def _agreeing(rest: str, singular: bool) -> str:
     return f"{verb} {tail}".rstrip()
 
 
-def attributed(sentence: str, who: str, abstract: str = "") -> str:
+def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") -> str:
     """The sentence as a finding of `who`: 'We find that X' -> 'Who find that X'; 'X rose' -> 'Who find that x
-    rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name)."""
+    rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name; `verb` says it when
+    the sentence has no reporting verb of its own: "note" for what is only context)."""
     sentence = _LINKING_OPENER.sub("", _CITATION.sub("", sentence).strip(), count=1)
     singular = _is_single(who)
+    finds = third_singular("find") if singular else "find"
     results_say = _RESULTS_SAY.match(sentence)
     if results_say:  # "The results suggest that X" -> "Who find that X"
         rest = sentence[results_say.end():]
-        return f"{who} {'finds' if singular else 'find'} that {third_person(rest)}"
+        return f"{who} {finds} that {third_person(rest)}"
     own_subject = _OWN_SUBJECT.match(sentence)
     if own_subject:  # "The model predicts X" -> "Who's model predicts X"
         return f"{possessive(who)} {own_subject['noun']}{third_person(sentence[own_subject.end():])}"
@@ -269,8 +321,8 @@ def attributed(sentence: str, who: str, abstract: str = "") -> str:
     evidence_found = _EVIDENCE_FOUND.match(body)
     if evidence_found:  # "No evidence was found of X" -> "Who find no evidence of X"
         said = " ".join(part for part in (evidence_found["evidence"], evidence_found["rest"]) if part)
-        return f"{who} {'finds' if singular else 'find'} {third_person(said)}"
-    return f"{who} {'finds' if singular else 'find'} that {third_person(body)}"
+        return f"{who} {finds} {third_person(said)}"
+    return f"{who} {third_singular(verb) if singular else verb} that {third_person(body)}"
 
 
 def possessive(who: str) -> str:

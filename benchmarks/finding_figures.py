@@ -2,12 +2,14 @@
 (../shared/eval/aer_dev/findings.jsonl: per (question, relevant abstract) the sentences that state the result that
 answers it, the best one, and those that only give the method or setting).
 
-For every cited relevant paper of an answer, its shown finding is matched to the closest sentence of its abstract
-(all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl splits it) and counted:
+For every cited relevant paper of an answer, each sentence of its shown finding is matched to the closest sentence
+of its abstract (all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl splits it) and counted:
 
-  finding stated    the closest sentence is one of the paper's finding sentences
-  best finding      it is the best one
-  method shown      it is a method or setting sentence
+  finding stated    a closest sentence is one of the paper's finding sentences
+  best finding      one is the best one
+  method shown      none states a finding and one is a method or setting sentence (a finding shown after the
+                    sentence it points back to, "Who note that <setting>. These losses increase …", is judged by
+                    what it states, not by its context)
   unfaithful        the finding holds a number, year or capitalised name that is neither in its abstract (title
                     included) nor in the attribution the service adds (the authors' names, the year)
   reworded          the finding holds a word its abstract does not have (answering.faithful.unfaithful_words:
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from answering.faithful import is_complete, unfaithful_specifics, unfaithful_words
+from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
 
@@ -77,11 +80,12 @@ class FindingFigures:
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue
-            closest = self.closest(text, judged.sentences)
+            closest = {self.closest(text[start:end], judged.sentences) for start, end in split_sentences(text)}
+            stated = bool(closest & judged.finding)
             counts["judged"] += 1
-            counts["stated"] += closest in judged.finding
-            counts["best"] += closest == judged.best
-            counts["method"] += closest in judged.method
+            counts["stated"] += stated
+            counts["best"] += judged.best in closest
+            counts["method"] += not stated and bool(closest & judged.method)
         return counts
 
     def closest(self, text: str, sentences: tuple[str, ...]) -> int:

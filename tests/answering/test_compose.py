@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from answering.citations import is_service_sentence
-from answering.compose import HOLD_WORDS, AnswerComposer, FindingStream, lead_sentence, third_person
+from answering.compose import HOLD_WORDS, AnswerComposer, FindingStream, lead_sentence, marked, third_person
 from answering.prompt import PARTIAL_ANSWER_PREFACE, opening_line
 
 
@@ -127,3 +127,17 @@ def test_a_finding_with_a_finisher_is_shown_only_once_complete_and_as_the_finish
     shown += composer.finish(0)
     assert shown == composer.text == ("One paper in the indexed abstracts addresses this. Smith (2001) finds that "
                                       "wages fell [2].")  # fmt: skip
+
+
+def test_every_sentence_of_a_finished_finding_carries_its_marker() -> None:
+    def finisher(text: str) -> str:
+        return "Eeckhout (2004) notes that city sizes are lognormal. This justifies proportionate growth."
+
+    composer = AnswerComposer("One paper in the indexed abstracts addresses this.", [3], finishers=[finisher])
+    composer.start()
+    composer.feed(0, "This justifies proportionate growth [1]. More")
+    composer.finish(0)
+    assert composer.finding_texts() == [
+        "Eeckhout (2004) notes that city sizes are lognormal [3]. This justifies proportionate growth [3]."]
+    assert marked("Lee et al. (2020) find that wages rose 3.5 percent in the U.S. economy.", 1) == (
+        "Lee et al. (2020) find that wages rose 3.5 percent in the U.S. economy [1].")

@@ -10,6 +10,7 @@ from answering.faithful import (
     finished_finding,
     is_complete,
     is_faithful,
+    leans_back,
     unfaithful_specifics,
     unfaithful_words,
 )
@@ -210,3 +211,49 @@ def test_a_generated_findings_their_results_are_the_authors_an_abstracts_are_som
 def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("We study why firms export.", "Lee (2001)") == "Lee (2001) studies why firms export."
     assert attributed("We establish that prices fall.", "Lee (2001)") == "Lee (2001) establishes that prices fall."
+
+
+LEANING = ("The nontruncated distribution of city sizes is shown to be lognormal, rather than Pareto. This provides a "
+           "simple justification for proportionate growth. We study US cities.")  # fmt: skip
+
+
+def test_a_finding_that_points_back_is_shown_after_the_sentence_it_points_to() -> None:
+    fallback = "This provides a simple justification for proportionate growth."
+    assert finished_finding("", LEANING, "", "Eeckhout (2004)", fallback) == (
+        "Eeckhout (2004) notes that the nontruncated distribution of city sizes is shown to be lognormal, rather than "
+        "Pareto. This provides a simple justification for proportionate growth.")
+    abstract = ("Trade raises the relative wage of women in blue-collar tasks. We empirically confirm these "
+                "theoretical predictions using NAFTA tariff cuts.")  # fmt: skip
+    generated = "The authors empirically confirm these theoretical predictions using NAFTA tariff cuts [1]."
+    assert finished_finding(generated, abstract, "", "The authors (2013)", generated) == (
+        "The authors (2013) note that trade raises the relative wage of women in blue-collar tasks. The authors "
+        "empirically confirm these theoretical predictions using NAFTA tariff cuts.")
+
+
+@pytest.mark.parametrize("sentence", [
+    "This paper shows that wages rose.",  # the paper itself, not the sentence before
+    "Wages rose, although these findings fade after a year.",  # points back within its own sentence
+    "Nontruncated city sizes are lognormal.",
+])  # fmt: skip
+def test_a_finding_that_stands_alone_is_shown_alone(sentence: str) -> None:
+    abstract = f"We study US cities. {sentence}"
+    assert not leans_back(attributed(sentence, "Eeckhout (2004)", abstract), "Eeckhout (2004)")
+    assert finished_finding("", abstract, "", "Eeckhout (2004)", sentence) == attributed(sentence, "Eeckhout (2004)",
+                                                                                          abstract)  # fmt: skip
+
+
+def test_a_finding_pointing_back_to_nothing_usable_is_shown_alone() -> None:
+    opening = "These facts puzzle macroeconomists. We study US cities."
+    assert finished_finding("", opening, "", "Lee (2001)", "These facts puzzle macroeconomists.") == (
+        "Lee (2001) finds that these facts puzzle macroeconomists.")  # the abstract's first sentence: none before
+    after_question = "Why do cities grow? This provides a simple justification for proportionate growth."
+    assert finished_finding("", after_question, "", "Lee (2001)", "This provides a simple justification for "
+                            "proportionate growth.") == ("Lee (2001) finds that this provides a simple justification "
+                                                         "for proportionate growth.")  # fmt: skip
+
+
+def test_the_context_a_finding_is_shown_after_is_in_its_abstracts_words() -> None:
+    shown = finished_finding("", LEANING, "", "Eeckhout (2004)", "This provides a simple justification for "
+                             "proportionate growth.")  # fmt: skip
+    assert unfaithful_words(shown, LEANING, "Eeckhout 2004") == []  # "notes" says who, not a changed word
+    assert unfaithful_specifics(shown, LEANING, "Eeckhout 2004") == []

@@ -1,6 +1,11 @@
+import json
+from pathlib import Path
+
 import pytest
 
-from benchmarks.finding_figures import finding_body
+from benchmarks.finding_figures import FindingFigures, finding_body
+from corpus.sentences import split_sentences
+from indexing.index import PublishedIndex
 
 
 @pytest.mark.parametrize(("shown", "body"), [
@@ -11,3 +16,20 @@ from benchmarks.finding_figures import finding_body
 ])  # fmt: skip
 def test_the_attribution_is_read_apart_from_what_was_found(shown: str, body: str) -> None:
     assert finding_body(shown) == body
+
+
+def test_a_finding_shown_after_its_context_is_judged_by_what_it_states(tiny_index: PublishedIndex,
+                                                                        tmp_path: Path) -> None:
+    abstract = next(d.abstract for d in tiny_index.documents.values() if d.doi == "10.1257/test.3")
+    sentences = [abstract[start:end] for start, end in split_sentences(abstract)]
+    judged = {"qid": "q1", "doi": "10.1257/test.3", "sentences": sentences, "finding": [1], "best": 1, "method": [0]}
+    path = tmp_path / "findings.jsonl"
+    path.write_text(json.dumps(judged) + "\n", encoding="utf-8")
+    figures = FindingFigures(tiny_index, path)
+    setting = "Doe and Roe (2012) note that import competition from China reduced manufacturing employment in " \
+              "exposed local labor markets [1]."
+    result = "Wages fell and disability claims rose in the most exposed regions [1]."
+    with_context = figures.count("q1", [{"doi": "10.1257/test.3", "text": f"{setting} {result}"}])
+    context_only = figures.count("q1", [{"doi": "10.1257/test.3", "text": setting}])
+    assert (with_context["stated"], with_context["best"], with_context["method"]) == (1, 1, 0)
+    assert (context_only["stated"], context_only["best"], context_only["method"]) == (0, 0, 1)
