@@ -95,6 +95,10 @@ _LEANS_BACK_NOUN = re.compile(r"\bthese\b|\bthose\b(?! (?:which|who|whose|that|w
                               re.IGNORECASE)  # fmt: skip
 LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
 MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
+# The paper's authors reporting inside the sentence, after a clause of someone else's ("While the received theory
+# assumes X, we show here that Y"; "While I find little impact on X, the results show …"): who found it goes there.
+_INNER_AUTHORS = re.compile(r"(?<=[\s,;])the authors?(?= (?:also |then |here |further )?(?:find|show|estimate|"
+                            r"document|demonstrate|conclude|argue|illustrate|establish|prove)(?:s|es)?\b)")  # fmt: skip
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
@@ -322,6 +326,12 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
     if evidence_found:  # "No evidence was found of X" -> "Who find no evidence of X"
         said = " ".join(part for part in (evidence_found["evidence"], evidence_found["rest"]) if part)
         return f"{who} {finds} {third_person(said)}"
+    inner = _INNER_AUTHORS.search(third_person(sentence))
+    if inner:  # "While Shigeoka (2014) finds little impact on X, the results show …", not "… finds that while the
+        # author finds …"
+        said = third_person(sentence)
+        named = f"the authors{who[len('The authors'):]}" if who.startswith("The authors") else who
+        return f"{said[: inner.start()]}{named} {_agreeing(said[inner.end():].lstrip(), singular)}"
     return f"{who} {third_singular(verb) if singular else verb} that {third_person(body)}"
 
 

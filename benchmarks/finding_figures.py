@@ -20,25 +20,24 @@ of its abstract (all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl s
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from answering.faithful import is_complete, unfaithful_specifics, unfaithful_words
+from answering.faithful import attribution, is_complete, possessive, unfaithful_specifics, unfaithful_words
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
 
 FINDINGS = DEV_QUESTIONS.with_name("findings.jsonl")
-# "Autor, Dorn, and Hanson (2013) ", "Lee et al.'s (2020) " opening a finding
-_ATTRIBUTION = re.compile(r"^(?:[^.(]|\bal\.)*?\(\d{4}\)\s*")
-
-
-def finding_body(text: str) -> str:
-    """A shown finding without the attribution the service opened it with (who found it, the year)."""
-    return _ATTRIBUTION.sub("", text, count=1)
+def finding_body(text: str, who: str) -> str:
+    """A shown finding without the attribution the service opened it with (who found it, the year); a finding
+    that names them later ("While Shigeoka (2014) finds …") is all body."""
+    for opening in (who, possessive(who)):
+        if text.startswith(opening):
+            return text[len(opening):].lstrip()
+    return text
 
 
 @dataclass(frozen=True)
@@ -69,18 +68,20 @@ class FindingFigures:
                   "method": 0}  # fmt: skip
         for finding in findings:
             document = self.doc_of_doi.get(finding.get("doi", ""))
+            who = attribution(document.authors, document.year) if document is not None else ""
             text = finding["text"]
             counts["findings"] += 1
             counts["cut"] += not is_complete(text)
             if document is not None:
-                body = finding_body(text)
+                body = finding_body(text, who)
                 allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
                 counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
                 counts["reworded"] += bool(unfaithful_words(body, document.abstract, allowed))
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue
-            closest = {self.closest(text[start:end], judged.sentences) for start, end in split_sentences(text)}
+            closest = {self.closest(finding_body(text[start:end], who), judged.sentences)
+                       for start, end in split_sentences(text)}  # fmt: skip
             stated = bool(closest & judged.finding)
             counts["judged"] += 1
             counts["stated"] += stated
@@ -89,5 +90,5 @@ class FindingFigures:
         return counts
 
     def closest(self, text: str, sentences: tuple[str, ...]) -> int:
-        vectors = self.index.embedder.encode([finding_body(text), *sentences])
+        vectors = self.index.embedder.encode([text, *sentences])
         return int(np.argmax(vectors[1:] @ vectors[0]))

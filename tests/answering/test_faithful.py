@@ -163,10 +163,10 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
      "Curcuru et al. (2011) find, counter to stylized facts, using new data, that investors sell past winners."),
     ("At the same time, there remains a conflict between the right and the left.", "Gruber (2003)",
      "Gruber (2003) finds that there remains a conflict between the right and the left."),
-    # a lead that is a clause of its own stays where it is
+    # a lead that is a clause of its own stays where it is, who found it named where they speak
     ("Classical approximations assume that two estimates are equivalent, but we show that this fails.",
-     "The authors (2014)", "The authors (2014) find that classical approximations assume that two estimates are "
-     "equivalent, but the authors show that this fails."),
+     "The authors (2014)", "Classical approximations assume that two estimates are equivalent, but the authors "
+     "(2014) show that this fails."),
     ("Our calculations indicate that mismatch explains at most 1/3 of the increase.", "Şahin et al. (2014)",
      "Şahin et al. (2014) find that mismatch explains at most 1/3 of the increase."),
     ("Our core finding is that vouchers generate long-run welfare gains.", "Chyn and Daruich (2025)",
@@ -257,3 +257,13 @@ def test_the_context_a_finding_is_shown_after_is_in_its_abstracts_words() -> Non
                              "proportionate growth.")  # fmt: skip
     assert unfaithful_words(shown, LEANING, "Eeckhout 2004") == []  # "notes" says who, not a changed word
     assert unfaithful_specifics(shown, LEANING, "Eeckhout 2004") == []
+
+
+@pytest.mark.parametrize(("sentence", "who", "shown"), [
+    ("While I find little impact on mortality, the results show that costs fell.", "Shigeoka (2014)",
+     "While Shigeoka (2014) finds little impact on mortality, the results show that costs fell."),
+    ("While the received theory assumes that prices clear, we show here that integration fails.", "Lee (2012)",
+     "While the received theory assumes that prices clear, Lee (2012) shows here that integration fails."),
+])  # fmt: skip
+def test_who_found_it_is_named_where_the_abstract_says_it_not_twice(sentence: str, who: str, shown: str) -> None:
+    assert attributed(sentence, who) == shown
