@@ -206,12 +206,13 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
     text = " ".join(_CITATION.sub("", generated).split())
     usable = len(text.split()) >= MIN_FINDING_WORDS and not _DECLINE.search(text.lower()) and not is_question(text)
     usable = usable and is_faithful(text, abstract, title)
-    if usable and answering:
-        usable = source_sentence(text, sentences_of(abstract)) in answering
     sentences = sentences_of(abstract)
+    source = source_sentence(text, sentences) if usable else None
+    if usable and answering:
+        usable = source in answering
     if usable:  # the generator writes in the third person: its "Their results" are the authors'
         shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
-        return with_antecedent(shown, source_sentence(text, sentences), who, sentences, abstract)
+        return with_antecedent(shown, source, who, sentences, abstract)
     return with_antecedent(attributed(fallback, who, abstract), fallback, who, sentences, abstract)
 
 
@@ -219,14 +220,20 @@ def leans_back(shown: str, who: str) -> bool:
     """Whether a shown finding only makes sense after the sentence before it in its abstract: what it states is
     "this", "these predictions", "the second fact", or "otherwise" ("Eeckhout (2004) finds that this provides a
     simple justification …")."""
-    for opening in (who, possessive(who)):
-        if shown.startswith(opening):
-            shown = shown[len(opening):].lstrip()
-            break
+    shown = finding_body(shown, who)
     # a pointing noun counts near the start, where it is what the finding is about ("confirm these predictions"),
     # not in a later clause that points back within the sentence ("…, although these findings disappear")
     start = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split()[:LEANING_WORDS])
     return bool(_LEANS_BACK_FIRST.match(shown) or _LEANS_BACK_NOUN.search(start))
+
+
+def finding_body(shown: str, who: str) -> str:
+    """A shown finding without who found it opening it ("Lee's (2001)" too); one that names them later ("While
+    Shigeoka (2014) finds …") is all body."""
+    for opening in (who, possessive(who)):
+        if shown.startswith(opening):
+            return shown[len(opening):].lstrip()
+    return shown
 
 
 def with_antecedent(shown: str, source: str | None, who: str, sentences: Sequence[str], abstract: str) -> str:
@@ -326,10 +333,10 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
     if evidence_found:  # "No evidence was found of X" -> "Who find no evidence of X"
         said = " ".join(part for part in (evidence_found["evidence"], evidence_found["rest"]) if part)
         return f"{who} {finds} {third_person(said)}"
-    inner = _INNER_AUTHORS.search(third_person(sentence))
+    said = third_person(sentence)
+    inner = _INNER_AUTHORS.search(said)
     if inner:  # "While Shigeoka (2014) finds little impact on X, the results show …", not "… finds that while the
         # author finds …"
-        said = third_person(sentence)
         named = f"the authors{who[len('The authors'):]}" if who.startswith("The authors") else who
         return f"{said[: inner.start()]}{named} {_agreeing(said[inner.end():].lstrip(), singular)}"
     return f"{who} {third_singular(verb) if singular else verb} that {third_person(body)}"

@@ -25,19 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from answering.faithful import attribution, is_complete, possessive, unfaithful_specifics, unfaithful_words
+from answering.faithful import attribution, finding_body, is_complete, unfaithful_specifics, unfaithful_words
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
 
 FINDINGS = DEV_QUESTIONS.with_name("findings.jsonl")
-def finding_body(text: str, who: str) -> str:
-    """A shown finding without the attribution the service opened it with (who found it, the year); a finding
-    that names them later ("While Shigeoka (2014) finds …") is all body."""
-    for opening in (who, possessive(who)):
-        if text.startswith(opening):
-            return text[len(opening):].lstrip()
-    return text
 
 
 @dataclass(frozen=True)

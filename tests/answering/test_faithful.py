@@ -7,6 +7,7 @@ import pytest
 from answering.faithful import (
     attributed,
     attribution,
+    finding_body,
     finished_finding,
     is_complete,
     is_faithful,
@@ -267,3 +268,16 @@ def test_the_context_a_finding_is_shown_after_is_in_its_abstracts_words() -> Non
 ])  # fmt: skip
 def test_who_found_it_is_named_where_the_abstract_says_it_not_twice(sentence: str, who: str, shown: str) -> None:
     assert attributed(sentence, who) == shown
+
+
+@pytest.mark.parametrize(("shown", "who", "body"), [
+    ("Autor, Dorn, and Hanson (2013) find that imports cut jobs [1].", "Autor, Dorn, and Hanson (2013)",
+     "find that imports cut jobs [1]."),
+    ("Lee et al. (2020) find that wages fell.", "Lee et al. (2020)", "find that wages fell."),
+    ("Gershkov et al.'s (2023) model explains deductibles.", "Gershkov et al. (2023)", "model explains deductibles."),
+    ("The authors' (2012) results suggest gains.", "The authors (2012)", "results suggest gains."),
+    ("While Shigeoka (2014) finds little impact, costs fell.", "Shigeoka (2014)",
+     "While Shigeoka (2014) finds little impact, costs fell."),  # named later: all of it is what was found
+])  # fmt: skip
+def test_the_attribution_is_read_apart_from_what_was_found(shown: str, who: str, body: str) -> None:
+    assert finding_body(shown, who) == body

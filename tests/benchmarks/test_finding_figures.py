@@ -1,24 +1,9 @@
 import json
 from pathlib import Path
 
-import pytest
-
-from benchmarks.finding_figures import FindingFigures, finding_body
+from benchmarks.finding_figures import FindingFigures
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
-
-
-@pytest.mark.parametrize(("shown", "who", "body"), [
-    ("Autor, Dorn, and Hanson (2013) find that imports cut jobs [1].", "Autor, Dorn, and Hanson (2013)",
-     "find that imports cut jobs [1]."),
-    ("Lee et al. (2020) find that wages fell.", "Lee et al. (2020)", "find that wages fell."),
-    ("Gershkov et al.'s (2023) model explains deductibles.", "Gershkov et al. (2023)", "model explains deductibles."),
-    ("The authors' (2012) results suggest gains.", "The authors (2012)", "results suggest gains."),
-    ("While Shigeoka (2014) finds little impact, costs fell.", "Shigeoka (2014)",
-     "While Shigeoka (2014) finds little impact, costs fell."),  # named later: all of it is what was found
-])  # fmt: skip
-def test_the_attribution_is_read_apart_from_what_was_found(shown: str, who: str, body: str) -> None:
-    assert finding_body(shown, who) == body
 
 
 def test_a_finding_shown_after_its_context_is_judged_by_what_it_states(tiny_index: PublishedIndex,
