@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -153,6 +153,23 @@ class AnswerabilityVerdict:
     def answers(self) -> bool:
         """Whether an answer is generated (fully, or from the closest paper)."""
         return self.coverage != "not_covered"
+
+
+def published_before(verdict: AnswerabilityVerdict, years: Sequence[int | None], named_year: int | None
+                     ) -> AnswerabilityVerdict:  # fmt: skip
+    """The decision less the papers published before the earliest year the question names: a 2013 paper on the 2008
+    tax rebates does not report what households did with the 2020 stimulus checks. `years`: each judged passage's
+    publication year (None: unknown, kept). With no answering paper left, the question is declined."""
+    if named_year is None or not verdict.answers:
+        return verdict
+    kept = tuple(p for p in verdict.answering if years[p] is None or years[p] >= named_year)
+    if kept == verdict.answering:
+        return verdict
+    if not kept:
+        return replace(verdict, coverage="not_covered", answering=(),
+                       reason=f"the question names {named_year}, and the papers that come closest were published "
+                              "before it")  # fmt: skip
+    return replace(verdict, answering=kept)
 
 
 def _weight_of_rank(rank: int | None) -> float:

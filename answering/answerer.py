@@ -13,7 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from answering.answerability import AnswerabilityModel, AnswerabilityVerdict, Coverage, SentenceBars
+from answering.answerability import (
+    AnswerabilityModel,
+    AnswerabilityVerdict,
+    Coverage,
+    SentenceBars,
+    published_before,
+)
 from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.compose import AnswerComposer, Finisher, compose_opening, lead_sentence
 from answering.conversation import Turn
@@ -24,6 +30,7 @@ from answering.focus import SentenceFocus
 from answering.ports import Catalog, GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from answering.resolve import ResolvedRequest, resolve_question
+from answering.specifics import earliest_named_year
 from corpus.filters import SearchFilters
 from retrieval.timing import StageTimer
 from retrieval.types import RetrievedChunk, SearchOutcome
@@ -293,6 +300,8 @@ class Answerer:
                 with timer.stage("sentences"):
                     weighed = self.sentences.weigh(question.query, hits, verdict.answering)
                 verdict = sharpened(verdict, weighed, self.sentence_bars)
+            verdict = published_before(verdict, [hit.document.year for hit in hits],
+                                       earliest_named_year(resolved.retrieval_query))  # fmt: skip
             if not verdict.answers:
                 return prepared(findings=(), verdict=verdict, notes=(*notes, declined_note(verdict)))
             chosen = list(verdict.answering)

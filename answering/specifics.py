@@ -26,6 +26,7 @@ _NOT_SPECIFIC = frozenset((
     "us", "u.s", "usa", "america", "american", "americans", "united", "states",
 ))
 _MIN_STEM = 5
+_NAMED_YEAR = re.compile(r"(?<![\d$.,])(1[6-9]\d\d|20\d\d)(?:s|['’]s)?(?![\d,]|\.\d)")
 
 
 def question_specifics(question: str) -> list[str]:
@@ -59,3 +60,10 @@ def unmatched_specifics(question: str, passages: Sequence[str]) -> float:
     text = " ".join(passages).lower()
     missing = [s for s in specifics if not _pattern(s).search(text)]
     return len(missing) / len(specifics)
+
+
+def earliest_named_year(question: str) -> int | None:
+    """The earliest year (or decade: "the 1990s" -> 1990) the question names, None when it names none. Read it from
+    the question less its time-window words: "since 2015" asks about publication, not about an event."""
+    years = [int(match.group(1)) for match in _NAMED_YEAR.finditer(question)]
+    return min(years, default=None)

@@ -25,7 +25,9 @@ configurations of one run:
 
 The extra kinds of questions_more.jsonl go through the same path: off-domain and after-the-corpus questions must be
 declined; a follow-up is asked after the first turn, with the service's own first answer as history (a service
-without `history` gets the follow-up alone); a dated question counts the cited papers outside its window.
+without `history` gets the follow-up alone), and again, as kind `resolved`, alone in its dataset-resolved form (the
+question it means), so that what the conversation costs shows beside it; a dated question counts the cited papers
+outside its window.
 
     python -m benchmarks.aer_dev                                   # the shipped default
     python -m benchmarks.aer_dev --config before --repo before=../aer-rag-before --config after
@@ -42,6 +44,7 @@ import argparse
 import asyncio
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -158,6 +161,13 @@ async def serve_questions(base: str, pid: int, questions: list[DevQuestion], on_
     return records
 
 
+def with_resolved_forms(questions: list[DevQuestion]) -> list[DevQuestion]:
+    """The questions, and after them each follow-up again as kind `resolved`: its resolved form, asked alone."""
+    resolved = [replace(q, question=q.resolved, kind="resolved", turns=()) for q in questions
+                if q.kind == "followup" and q.resolved]  # fmt: skip
+    return questions + resolved
+
+
 def in_window(year: int | None, question: DevQuestion) -> bool:
     if year is None:
         return question.year_min is None and question.year_max is None
@@ -241,7 +251,7 @@ def mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
 
 
-KINDS = ("paraphrase", "topical", "unanswerable", "followup", "dated", "offdomain", "aftercorpus")
+KINDS = ("paraphrase", "topical", "unanswerable", "followup", "resolved", "dated", "offdomain", "aftercorpus")
 FINDING_ROWS = (
     ("finding stated (cited relevant papers)", "finding_stated"), ("best finding", "best_finding"),
     ("method sentence shown", "method_shown"), ("findings not faithful to their abstract", "unfaithful_findings"),
@@ -269,6 +279,10 @@ ROWS = {
         ("server CPU s per answer", "cpu_s_mean"),
     ),
     "followup": (
+        ("citation hit", "citation_hit"), ("citation recall", "citation_recall"),
+        ("wrongly declined", "wrongly_declined"),
+    ),
+    "resolved": (
         ("citation hit", "citation_hit"), ("citation recall", "citation_recall"),
         ("wrongly declined", "wrongly_declined"),
     ),
@@ -337,7 +351,8 @@ def main() -> None:
             raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
         matching[0].repo = Path(path).resolve()
     kinds: tuple[str, ...] = args.kinds
-    questions = [q for q in load_dev_questions() + load_dev_questions(MORE_QUESTIONS) if q.kind in kinds][: args.limit]
+    questions = [q for q in with_resolved_forms(load_dev_questions() + load_dev_questions(MORE_QUESTIONS))
+                 if q.kind in kinds][: args.limit]  # fmt: skip
     index = PublishedIndex.load(args.index, device="cpu")
     on_target = OnTarget(index, AnsweringSettings().support_threshold)
     figures = FindingFigures(index)

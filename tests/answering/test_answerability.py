@@ -13,9 +13,11 @@ from answering.answerability import (
     FEATURES,
     AnswerabilityModel,
     AnswerabilitySettings,
+    AnswerabilityVerdict,
     JudgeGate,
     LogisticModel,
     passage_signals,
+    published_before,
     select_with_judge,
 )
 from corpus.documents import Chunk, Document
@@ -186,3 +188,20 @@ def test_the_gate_applies_when_the_judges_logits_are_given_and_the_models_bars_o
     assert model.assess("Does text help?", unjudged, [0.5], unjudged).coverage == "covered"  # sigmoid(2) >= 0.7
     with pytest.raises(ValueError, match="2 judge logits for 1 passages"):
         model.assess("Does text help?", unjudged, [0.5], unjudged, judge_logits=[1.0, 2.0])
+
+
+def test_papers_published_before_the_year_a_question_names_leave_the_answer() -> None:
+    verdict = AnswerabilityVerdict("covered", 0.9, "judged", answering=(0, 2, 3))
+    years = [2013, 2021, 2022, None]
+    assert published_before(verdict, years, 2020).answering == (2, 3)  # an unknown year is kept
+    assert published_before(verdict, years, None) == verdict
+    assert published_before(verdict, years, 2010) == verdict
+
+
+def test_a_question_whose_answering_papers_all_predate_its_year_is_declined() -> None:
+    hedge = AnswerabilityVerdict("partial", 0.5, "in between", answering=(0,))
+    declined = published_before(hedge, [2013], 2020)
+    assert declined.coverage == "not_covered" and declined.answering == ()
+    assert "names 2020" in declined.reason and "published before it" in declined.reason
+    nothing = AnswerabilityVerdict("not_covered", 0.1, "no passage")
+    assert published_before(nothing, [2013], 2020) == nothing

@@ -164,3 +164,18 @@ def test_a_question_outside_economics_is_declined_before_the_reranker_runs(make_
     assert not outside.search.reranked and "rerank" not in outside.timings_ms
     economics = answerer.prepare(Question(query=COVERED))
     assert economics.search.reranked and "rerank" in economics.timings_ms
+
+
+def test_papers_published_before_the_year_the_question_names_do_not_answer_it(make_services) -> None:
+    answerer = make_services(**with_thresholds(0.0, 0.0)).answerer  # every passage passes the decision
+    asked = "Did the state minimum wage increases of {} reduce teenage employment in fast food restaurants?"
+    earlier = answerer.prepare(Question(query=asked.format(1992)))
+    assert earlier.generates and "10.1257/test.1" in {earlier.hits[f.passage - 1].document.doi
+                                                      for f in earlier.findings}  # fmt: skip
+    later = answerer.prepare(Question(query=asked.format(2023), top_k=8))
+    years = [later.hits[f.passage - 1].document.year for f in later.findings]
+    assert later.generates and years and min(years) >= 2023  # only the papers of 2023 and 2024 are left
+    assert all(hit.document.year < 2030 for hit in later.hits)
+    beyond = answerer.prepare(Question(query=asked.format(2030)))
+    assert not beyond.generates and beyond.coverage == "not_covered"
+    assert any("names 2030" in note for note in beyond.notes)

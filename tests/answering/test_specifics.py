@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from answering.specifics import question_specifics, unmatched_specifics
+from answering.specifics import earliest_named_year, question_specifics, unmatched_specifics
 
 
 def test_specifics_are_names_acronyms_and_years_not_question_words() -> None:
@@ -25,3 +25,14 @@ def test_specifics_are_names_acronyms_and_years_not_question_words() -> None:
 )
 def test_unmatched_share(question: str, passage: str, unmatched: float) -> None:
     assert unmatched_specifics(question, [passage]) == unmatched
+
+
+@pytest.mark.parametrize(("question", "year"), [
+    ("How much of the 2020 COVID stimulus checks did US households spend?", 2020),
+    ("Did wage inequality rise from 1980 to 2005, and in the 1970s?", 1970),
+    ("What happened in the 1920's stock boom?", 1920),
+    ("Does a $2000 rebate or 2,000 extra workers or a 1999.5 index change anything?", None),
+    ("Does the minimum wage reduce employment?", None),
+])  # fmt: skip
+def test_the_earliest_year_a_question_names(question: str, year: int | None) -> None:
+    assert earliest_named_year(question) == year

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from benchmarks.aer_dev import KINDS, parse_kinds, run_name, table
+from benchmarks.aer_dev import KINDS, parse_kinds, run_name, table, with_resolved_forms
+from training.evaluation.dev_questions import MORE_QUESTIONS, load_dev_questions
 
 
 def test_kinds_are_parsed_in_the_benchmarks_order() -> None:
@@ -33,3 +34,13 @@ def test_the_table_shows_only_the_kinds_run() -> None:
     assert "| dated | citation hit | 0.6 | 0.8 |" in text
     assert "paraphrase" not in text
     assert "| paraphrase |" in table({"x": {"summary": summary}})
+
+
+def test_each_followup_is_asked_again_alone_in_its_resolved_form() -> None:
+    questions = load_dev_questions(MORE_QUESTIONS)
+    followups = [q for q in questions if q.kind == "followup"]
+    forms = [q for q in with_resolved_forms(questions) if q.kind == "resolved"]
+    assert followups and [q.question_id for q in forms] == [q.question_id for q in followups]
+    for followup, form in zip(followups, forms, strict=True):
+        assert form.question == followup.resolved != followup.question
+        assert form.relevant == followup.relevant and form.turns == () and form.half == followup.half

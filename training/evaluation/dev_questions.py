@@ -32,6 +32,7 @@ class DevQuestion:
     year_min: int | None = None  # a dated question's window, inclusive
     year_max: int | None = None
     out_of_window: tuple[str, ...] = ()  # DOIs that answer a dated question outside its window
+    resolved: str = ""  # a follow-up as the self-contained question it means
 
     @property
     def answerable(self) -> bool:
@@ -59,7 +60,7 @@ def load_dev_questions(path: Path = DEV_QUESTIONS, halves: Iterable[Half] = HALV
         row = json.loads(line)
         question = DevQuestion(row["id"], row["question"], tuple(row["relevant"]), row["kind"], row["answer_hint"],
                                tuple(row.get("turns", ())), row.get("year_min"), row.get("year_max"),
-                               tuple(row.get("out_of_window", ())))  # fmt: skip
+                               tuple(row.get("out_of_window", ())), row.get("resolved", ""))  # fmt: skip
         if question.half in wanted:
             questions.append(question)
     return questions
