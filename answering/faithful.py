@@ -6,7 +6,8 @@ that say who found it: "the authors find", "their"), and no words cut mid-phrase
 generated finding fails any of these, the paper's best finding sentence stands in for it (`attributed`): the
 abstract's own sentence in the third person, opened by who found it ("Autor, Dorn, and Hanson (2013) find that …").
 A finding that only points back ("We empirically confirm these theoretical predictions …", "This provides a simple
-justification …") is shown after the abstract's sentence it points to (`with_antecedent`).
+justification …", "If credit constrained, he might decline …") is shown after the abstract's sentence it points to
+(`with_antecedent`); an acronym the abstract spells out elsewhere is spelled out after it (answering.acronyms).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from answering.acronyms import spelled_out
 from answering.citations import sentences_of
 from answering.compose import third_person, third_singular
 from corpus.authors import people
@@ -67,6 +69,8 @@ _OWN_SUBJECT = re.compile(_OWN + r" (?P<noun>(?:(?:preferred|main|empirical|esti
 _LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors?|we|I)\s+(?P<verb>find|show|estimate|"
                            r"document|demonstrate|conclude|establish|confirm|illustrate|prove)\s+(?P<rest>.+)$",
                            re.IGNORECASE)  # fmt: skip
+# A link to the finding before, between the authors and their verb ("We also show", "I further find").
+_LINKING_ADVERB = re.compile(r"^(?:also|further|additionally|moreover|then|next)\s+(?=[a-z]+\b)", re.IGNORECASE)
 # The word after a generic subject's "verb" that shows the verb was a noun ("The authors estimate suggests …").
 _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)\b"
 # "No evidence was found of X": what the authors find, said once ("Who find no evidence of X").
@@ -93,6 +97,7 @@ _LEANS_BACK_NOUN = re.compile(r"\bthese\b|\bthose\b(?! (?:which|who|whose|that|w
                               r"(?:predictions?|results?|findings?|effects?|patterns?|facts?|mechanisms?|"
                               r"hypothes[ie]s|relationships?|puzzles?|observations?|regularit(?:y|ies))\b",
                               re.IGNORECASE)  # fmt: skip
+# … or speaking of someone named only before it (`speaks_of_someone_before`).
 LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
 MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
 # The paper's authors reporting inside the sentence, after a clause of someone else's ("While the received theory
@@ -212,8 +217,9 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
         usable = source in answering
     if usable:  # the generator writes in the third person: its "Their results" are the authors'
         shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
-        return with_antecedent(shown, source, who, sentences, abstract)
-    return with_antecedent(attributed(fallback, who, abstract), fallback, who, sentences, abstract)
+        return spelled_out(with_antecedent(shown, source, who, sentences, abstract), abstract)
+    return spelled_out(with_antecedent(attributed(fallback, who, abstract), fallback, who, sentences, abstract),
+                       abstract)
 
 
 def leans_back(shown: str, who: str) -> bool:
@@ -224,7 +230,19 @@ def leans_back(shown: str, who: str) -> bool:
     # a pointing noun counts near the start, where it is what the finding is about ("confirm these predictions"),
     # not in a later clause that points back within the sentence ("…, although these findings disappear")
     start = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split()[:LEANING_WORDS])
-    return bool(_LEANS_BACK_FIRST.match(shown) or _LEANS_BACK_NOUN.search(start))
+    return bool(_LEANS_BACK_FIRST.match(shown) or _LEANS_BACK_NOUN.search(start) or speaks_of_someone_before(shown))
+
+
+def speaks_of_someone_before(body: str) -> bool:
+    """Whether a finding's first words say "he"/"his"/"she"/"her" before naming anyone they could mean."""
+    words = body.split()[:LEANING_WORDS]
+    for number, word in enumerate(words):
+        if re.fullmatch(r"(?:he|she|him|his|her)\W*", word, re.IGNORECASE):
+            return True
+        if re.fullmatch(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+'s)\W*", word, re.IGNORECASE) or (
+                number and word[:1].isupper()):
+            return False
+    return False
 
 
 def finding_body(shown: str, who: str) -> str:
@@ -325,8 +343,8 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
         lead = lead if _keeps_capital(lead, abstract) else lead[:1].lower() + lead[1:]
         return f"{who} {_agreeing(verb, singular)}, {third_person(lead)}, {third_person(rest)}"
     subject = _GENERIC_SUBJECT.match(sentence)
-    if subject:
-        rest = third_person(sentence[subject.end():])
+    if subject:  # "We also show X" -> "Who show X": a link to a finding not shown, as the openers above
+        rest = third_person(_LINKING_ADVERB.sub("", sentence[subject.end():], count=1))
         return f"{who} {_agreeing(rest, singular)}" if rest else who
     body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
     evidence_found = _EVIDENCE_FOUND.match(body)

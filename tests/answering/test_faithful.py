@@ -209,6 +209,17 @@ def test_a_generated_findings_their_results_are_the_authors_an_abstracts_are_som
         "Takahashi (2014) finds that their results resolve old puzzles.")
 
 
+@pytest.mark.parametrize(("sentence", "shown"), [
+    ("We also show that parents value quality.", "Andrabi et al. (2024) show that parents value quality."),
+    ("I further find that costs fell.", "Andrabi et al. (2024) find that costs fell."),
+    ("We then estimate a model and show that households care.",
+     "Andrabi et al. (2024) estimate a model and show that households care."),
+])  # fmt: skip
+def test_a_link_to_a_finding_not_shown_is_dropped_between_the_authors_and_their_verb(sentence: str,
+                                                                                    shown: str) -> None:
+    assert attributed(sentence, "Andrabi et al. (2024)") == shown
+
+
 def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("We study why firms export.", "Lee (2001)") == "Lee (2001) studies why firms export."
     assert attributed("We establish that prices fall.", "Lee (2001)") == "Lee (2001) establishes that prices fall."
@@ -231,8 +242,19 @@ def test_a_finding_that_points_back_is_shown_after_the_sentence_it_points_to() -
         "empirically confirm these theoretical predictions using NAFTA tariff cuts.")
 
 
+def test_a_finding_speaking_of_someone_named_before_it_is_shown_after_that_sentence() -> None:
+    abstract = ("We study payments for ecosystem services. If an individual would have cut down trees to sell them, "
+                "his opportunity costs are front-loaded. If credit constrained, he might decline the program.")
+    fallback = "If credit constrained, he might decline the program."
+    assert finished_finding("", abstract, "", "The authors (2013)", fallback) == (
+        "The authors (2013) note that if an individual would have cut down trees to sell them, his opportunity costs "
+        "are front-loaded. If credit constrained, he might decline the program.")
+
+
 @pytest.mark.parametrize("sentence", [
     "This paper shows that wages rose.",  # the paper itself, not the sentence before
+    "When a seller cannot commit, he offers a discount.",  # whom "he" means is in the sentence
+    "Lee's mother and her children moved.",
     "Wages rose, although these findings fade after a year.",  # points back within its own sentence
     "Nontruncated city sizes are lognormal.",
 ])  # fmt: skip
