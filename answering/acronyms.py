@@ -53,7 +53,7 @@ def spelled_out(finding: str, abstract: str) -> str:
 
 def _initials_match(acronym: str, words: list[str]) -> bool:
     """Whether the acronym's capitals are the initials of the words, in order, the first and last words included,
-    skipping at most MAX_EXTRA_WORDS small words ("value added tax (VAT)", "Survey of Income (SI)")."""
+    skipping at most MAX_EXTRA_WORDS small words ("Survey of Income and Program Participation (SIPP)")."""
     letters = [c.lower() for c in _singular(acronym) if c.isupper()]
     if not words or len(letters) < 2 or words[0][0].lower() != letters[0]:
         return False

@@ -239,7 +239,7 @@ def speaks_of_someone_before(body: str) -> bool:
     for number, word in enumerate(words):
         if re.fullmatch(r"(?:he|she|him|his|her)\W*", word, re.IGNORECASE):
             return True
-        if re.fullmatch(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+'s)\W*", word, re.IGNORECASE) or (
+        if re.fullmatch(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+['’]s)\W*", word, re.IGNORECASE) or (
                 number and word[:1].isupper()):
             return False
     return False

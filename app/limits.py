@@ -66,7 +66,7 @@ class SearchAdmissionSettings(BaseModel):
     )  # fmt: skip
     queue_size: int = Field(2, ge=0, le=1000, description="Searches waiting for a worker; beyond them, 429.")
     max_wait_s: float = Field(
-        0.3, gt=0, le=60, description="A search that waited this long for a worker is refused (429) instead."
+        0.3, gt=0, le=60, description="A search that waited this long in line for a worker is refused (429) instead."
     )
     retry_after_s: int = Field(1, ge=1, le=600)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -69,6 +70,22 @@ def test_a_search_that_waited_too_long_for_a_worker_is_refused_not_run_late() ->
     finally:
         admission.close()
     assert ran == [] and admission.in_flight == 0
+
+
+def test_a_search_with_a_worker_free_runs_however_late_its_thread_starts() -> None:
+    admission = SearchAdmission(SearchAdmissionSettings(workers=1, queue_size=4, max_wait_s=0.05), ServiceMetrics())
+    started = threading.Event()
+    admission._executor.submit(lambda: started.set() or time.sleep(0.3))  # the pool's thread busy with no search
+
+    async def scenario() -> str:
+        started.wait(timeout=30)
+        return await admission.run(lambda: "ran")  # a worker is free by the count: it runs, 0.25 s late
+
+    try:
+        assert asyncio.run(scenario()) == "ran"
+    finally:
+        admission.close()
+    assert admission.in_flight == 0
 
 
 def test_token_buckets_allow_a_burst_then_the_rate() -> None:
