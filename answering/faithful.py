@@ -97,7 +97,9 @@ _LEANS_BACK_NOUN = re.compile(r"\bthese\b|\bthose\b(?! (?:which|who|whose|that|w
                               r"(?:predictions?|results?|findings?|effects?|patterns?|facts?|mechanisms?|"
                               r"hypothes[ie]s|relationships?|puzzles?|observations?|regularit(?:y|ies))\b",
                               re.IGNORECASE)  # fmt: skip
-# … or speaking of someone named only before it (`speaks_of_someone_before`).
+# … or speaking of someone named only before it (`speaks_of_someone_before`): "he" before any word it could mean.
+_PERSON = re.compile(r"(?:he|she|him|his|her)\W*", re.IGNORECASE)
+_REFERENT = re.compile(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+['’]s)\W*", re.IGNORECASE)
 LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
 MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
 # The paper's authors reporting inside the sentence, after a clause of someone else's ("While the received theory
@@ -217,9 +219,9 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
         usable = source in answering
     if usable:  # the generator writes in the third person: its "Their results" are the authors'
         shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
-        return spelled_out(with_antecedent(shown, source, who, sentences, abstract), abstract)
-    return spelled_out(with_antecedent(attributed(fallback, who, abstract), fallback, who, sentences, abstract),
-                       abstract)
+    else:
+        shown, source = attributed(fallback, who, abstract), fallback
+    return spelled_out(with_antecedent(shown, source, who, sentences, abstract), abstract)
 
 
 def leans_back(shown: str, who: str) -> bool:
@@ -237,10 +239,9 @@ def speaks_of_someone_before(body: str) -> bool:
     """Whether a finding's first words say "he"/"his"/"she"/"her" before naming anyone they could mean."""
     words = body.split()[:LEANING_WORDS]
     for number, word in enumerate(words):
-        if re.fullmatch(r"(?:he|she|him|his|her)\W*", word, re.IGNORECASE):
+        if _PERSON.fullmatch(word):
             return True
-        if re.fullmatch(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+['’]s)\W*", word, re.IGNORECASE) or (
-                number and word[:1].isupper()):
+        if _REFERENT.fullmatch(word) or (number and word[:1].isupper()):  # an article, a possessive, a name
             return False
     return False
 
