@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from answering.answerability import (
     AnswerabilityModel,
@@ -57,6 +57,17 @@ class AnsweringSettings(BaseModel):
                                 "stops at the end of its sentence).")  # fmt: skip
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0)
     no_repeat_ngram_size: int = Field(4, ge=0, le=10)
+    # Chosen on the calibration half (python -m benchmarks.sentence_choice): from 0.80 (its weight as the sentences
+    # are ranked, as a P) the second sentence is one a reader marked as stating the answer in 0.85 of the pairs
+    # that get one (the first: 0.89), a method sentence in 0.03; the best sentence is shown in 0.61 -> 0.70.
+    second_finding_from: float | None = Field(0.80, ge=0.0, le=1.0, description="A paper's second most answering "
+                                              "sentence is shown after its finding when the sentence judge gives it "
+                                              "at least this P; empty: one sentence per paper.")  # fmt: skip
+
+    @field_validator("second_finding_from", mode="before")
+    @classmethod
+    def _empty_means_off(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 @dataclass(frozen=True)
@@ -330,7 +341,8 @@ class Answerer:
                 prompt = self.prompts.build(question.query, [passage], params.max_new_tokens)
                 if prompt.passages:  # a passage too long for the context is left out
                     fallback = lead_sentence(passage.text) if verdict is not None else None
-                    finisher = faithful_finisher(hits[position], passage, weighed.get(position))
+                    finisher = faithful_finisher(hits[position], passage, weighed.get(position),
+                                                 self.settings.second_finding_from)  # fmt: skip
                     findings.append(FindingPrompt(position + 1, prompt, probabilities.get(position), fallback,
                                                   finisher))  # fmt: skip
         dropped = len(chosen) - len(findings)
@@ -387,15 +399,19 @@ class Answerer:
         )  # fmt: skip
 
 
-def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSentences | None) -> Finisher:
+def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSentences | None,
+                      second_from: float | None = None) -> Finisher:  # fmt: skip
     """How one paper's generated finding is shown: checked against its whole abstract, opened by who found it,
     and replaced by the paper's best answering sentence (else its focused passage's first) when it is not
-    faithful or declines."""
+    faithful or declines; its second most answering sentence after it when the judge gives that P >=
+    `second_from`."""
     document = hit.document
     best = sentences.best if sentences is not None else lead_sentence(focused.text)
     answering = sentences.answering() if sentences is not None else ()
+    second = sentences.second(second_from) if sentences is not None else None
     return partial(finished_finding, abstract=document.abstract, title=document.title,
-                   who=attribution(document.authors, document.year), fallback=best, answering=answering)
+                   who=attribution(document.authors, document.year), fallback=best, answering=answering,
+                   second=second)
 
 
 def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:

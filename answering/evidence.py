@@ -9,6 +9,8 @@ result answering the question). Answering uses it three ways:
   * fallback  a generated finding must be written from the best sentence (by the result cue and the judge) and be
               faithful to its abstract; otherwise that sentence, attributed and in the third person, stands in
               for it (answering/faithful.py);
+  * second    the paper's next most answering sentence follows its finding when the judge is as sure of it
+              (P >= AnsweringSettings.second_finding_from): an answer says more of what the paper found;
   * decision  a paper the passage decision passes must also have a sentence that answers (P >= sentence_from),
               and a question the decision would only hedge on is answered plainly when the closest paper has one
               (P >= rescue_from) and declined when it has none; both bars are chosen on the development set's
@@ -39,13 +41,18 @@ class PaperSentences:
 
     @property
     def ranked(self) -> list[int]:
-        """Sentence indices, the most answering first by the judge's logit plus the result cue, less the opening
-        weight for the abstract's first sentence (answering/result_cues.py; ties: the abstract's order); the
-        abstract's own questions last, whatever their score: they state no finding."""
+        """Sentence indices, the most answering first by `weights` (ties: the abstract's order); the abstract's own
+        questions last, whatever their score: they state no finding."""
+        weights = self.weights
+        return sorted(range(len(self.sentences)), key=lambda i: (is_question(self.sentences[i]), -weights[i], i))
+
+    @property
+    def weights(self) -> list[float]:
+        """Each sentence's weight as an answer: the judge's logit plus the result cue, less the opening weight for
+        the abstract's first sentence (answering/result_cues.py)."""
         count = len(self.sentences)
-        order = [logit(p) + CUE_WEIGHT * result_cue(s) - OPENING_WEIGHT * is_opening(i, count)
-                 for i, (s, p) in enumerate(zip(self.sentences, self.probabilities, strict=True))]  # fmt: skip
-        return sorted(range(len(self.sentences)), key=lambda i: (is_question(self.sentences[i]), -order[i], i))
+        return [logit(p) + CUE_WEIGHT * result_cue(s) - OPENING_WEIGHT * is_opening(i, count)
+                for i, (s, p) in enumerate(zip(self.sentences, self.probabilities, strict=True))]  # fmt: skip
 
     @property
     def best(self) -> str:
@@ -55,6 +62,20 @@ class PaperSentences:
     def best_probability(self) -> float:
         """The highest P of any sentence (what the decision's bars read; the cue only orders)."""
         return max(self.probabilities)
+
+    def second(self, from_probability: float | None) -> str | None:
+        """The paper's second most answering sentence, when its weight reaches `from_probability` as a probability
+        (None: never). Shown after the finding, it states another part of the result (the other country's tariff
+        cut, how an effect varies); the weight, not the judge's P alone, so that a sentence that reads as the
+        method ("We study how X affects Y") needs the judge far surer of it (python -m benchmarks.sentence_choice,
+        "second sentence" rows)."""
+        ranked = self.ranked
+        if from_probability is None or len(ranked) < 2:
+            return None
+        index = ranked[1]
+        if sigmoid(self.weights[index]) < from_probability or is_question(self.sentences[index]):
+            return None
+        return self.sentences[index]
 
     def answering(self) -> tuple[str, ...]:
         """The sentences a generated finding may be written from: the best one alone. Allowing every sentence the

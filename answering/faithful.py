@@ -205,11 +205,12 @@ def is_faithful(finding: str, abstract: str, title: str = "") -> bool:
 
 
 def finished_finding(generated: str, abstract: str, title: str, who: str, fallback: str,
-                     answering: tuple[str, ...] = ()) -> str:  # fmt: skip
+                     answering: tuple[str, ...] = (), second: str | None = None) -> str:  # fmt: skip
     """The finding shown for one paper: the generated one, opened by who found it, when it is faithful to its
     abstract, not a decline and (given the passage's `answering` sentences, those the sentence judge says state
     the result) stated from one of them; otherwise the paper's best finding sentence (`fallback`), attributed.
-    Markers are the caller's (the text returned has none)."""
+    A `second` answering sentence follows it (`with_second`). Markers are the caller's (the text returned has
+    none)."""
     text = " ".join(_CITATION.sub("", generated).split())
     usable = len(text.split()) >= MIN_FINDING_WORDS and not _DECLINE.search(text.lower()) and not is_question(text)
     usable = usable and is_faithful(text, abstract, title)
@@ -221,7 +222,25 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
         shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
     else:
         shown, source = attributed(fallback, who, abstract), fallback
-    return spelled_out(with_antecedent(shown, source, who, sentences, abstract), abstract)
+    leaning = with_antecedent(shown, source, who, sentences, abstract)
+    already = {source} if leaning == shown else {source, sentences[sentences.index(source) - 1]}
+    return spelled_out(with_second(leaning, source, second, already, who, sentences, abstract), abstract)
+
+
+def with_second(shown: str, source: str | None, second: str | None, already: set[str | None], who: str,
+                sentences: Sequence[str], abstract: str) -> str:  # fmt: skip
+    """The finding followed by the paper's `second` answering sentence, said by who found it without the year again
+    ("… Trefler finds that for industries that experienced the largest U. S. tariff cuts, …"); left out when the
+    finding shows it `already` (as its source or the sentence it leans on), when it is not a whole sentence, or
+    when it leans back on a sentence other than the finding's own source."""
+    if second is None or second in already or second not in sentences:
+        return shown
+    name = who.split(" (")[0]
+    again = attributed(second, name, abstract)
+    follows_source = source in sentences and sentences.index(second) == sentences.index(source) + 1
+    if (leans_back(again, name) and not follows_source) or not is_complete(again):
+        return shown
+    return f"{shown.rstrip()} {again}"
 
 
 def leans_back(shown: str, who: str) -> bool:

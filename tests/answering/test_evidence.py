@@ -45,6 +45,21 @@ def test_a_finding_may_be_written_only_from_the_best_sentence_not_every_one_the_
     assert sentences.answering() == ("We find that wages fell by 4.5 percent.",)
 
 
+def test_a_second_sentence_is_offered_only_when_the_judge_is_as_sure_of_it() -> None:
+    sentences = ("We use payroll data from Ohio.", "We find that wages fell by 4.5 percent.",
+                 "Hours fell by 2 percent.", "Did prices fall?")  # fmt: skip
+    assert PaperSentences(sentences, (0.3, 0.9, 0.85, 0.1)).second(0.8) == "Hours fell by 2 percent."
+    assert PaperSentences(sentences, (0.3, 0.9, 0.3, 0.1)).second(0.8) is None  # not sure enough of it
+    assert PaperSentences(sentences, (0.3, 0.9, 0.85, 0.1)).second(None) is None  # the setting is off
+    # the abstract's own question states no finding, however the judge rates it
+    assert PaperSentences(sentences, (0.3, 0.9, 0.1, 0.95)).second(0.8) is None
+    assert PaperSentences(sentences[1:2], (0.9,)).second(0.0) is None  # one sentence: no second
+    # a sentence that reads as the method needs the judge far surer of it than one that reads as a result
+    method = ("Wages fell by 4.5 percent in Ohio.", "We study how wages respond to a minimum wage.")
+    assert PaperSentences(method, (0.9, 0.85)).second(0.8) is None
+    assert PaperSentences(method, (0.9, 0.97)).second(0.8) == method[1]
+
+
 def sentences_with(best: float) -> PaperSentences:
     return PaperSentences(("a", "b"), (best, 0.01))
 

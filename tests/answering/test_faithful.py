@@ -52,6 +52,38 @@ def test_a_reworded_finding_falls_back_to_the_abstracts_sentence() -> None:
         "Harstad (2007) derives conditions for when it is efficient to prohibit side payments.")  # fmt: skip
 
 
+TARIFFS = ("We study the Canada-US trade agreement. For industries that experienced the deepest Canadian tariff cuts, "
+           "employment fell by 12 percent. For industries that experienced the largest US tariff cuts, plant "
+           "productivity soared by 14 percent. These gains were not due to exits. We also find that wages rose.")
+
+
+def test_a_second_answering_sentence_follows_the_finding_said_by_who_found_it_without_the_year() -> None:
+    who = attribution(["Trefler, Daniel"], 2004)
+    sentences = TARIFFS.split(". ")
+    best, second = sentences[1] + ".", sentences[2] + "."
+    generated = "The author finds that for industries that experienced the deepest Canadian tariff cuts, " \
+                "employment fell by 12 percent [1]."
+    assert finished_finding(generated, TARIFFS, "", who, best, (best,), second) == (
+        "Trefler (2004) finds that for industries that experienced the deepest Canadian tariff cuts, employment fell "
+        "by 12 percent. Trefler finds that for industries that experienced the largest US tariff cuts, plant "
+        "productivity soared by 14 percent.")  # fmt: skip
+    # "We also find" is said once more by who found it, the link dropped
+    assert finished_finding(generated, TARIFFS, "", who, best, (best,), "We also find that wages rose.").endswith(
+        "12 percent. Trefler finds that wages rose.")
+
+
+def test_a_second_sentence_that_leans_on_another_or_repeats_the_finding_is_left_out() -> None:
+    who = attribution(["Trefler, Daniel"], 2004)
+    sentences = TARIFFS.split(". ")
+    best, third = sentences[1] + ".", "These gains were not due to exits."
+    one = finished_finding(best, TARIFFS, "", who, best, (best,))
+    assert finished_finding(best, TARIFFS, "", who, best, (best,), third) == one  # "these gains": not the finding's
+    assert finished_finding(best, TARIFFS, "", who, best, (best,), best) == one  # the finding itself
+    after = sentences[2] + "."  # the sentence "these gains" follows: then it may lean on it
+    assert finished_finding(after, TARIFFS, "", who, after, (after,), third).endswith(
+        "soared by 14 percent. Trefler finds that these gains were not due to exits.")
+
+
 def test_a_capitalised_possessive_opening_a_finding_keeps_its_capital() -> None:
     abstract = "Moody's and S&P split more often over banks."
     assert attributed(abstract, "Morgan (2002)", abstract) == (
