@@ -370,14 +370,16 @@ class Answerer:
             speed = generated / seconds if seconds > 0 else None
             usage = Usage(sum(o.prompt_tokens for o in outcomes), generated, round(speed, 2) if speed else None)
             with timer.stage("citations"):
-                for finding, finding_text in zip(prepared.findings, composer.finding_texts(), strict=True):
-                    if finding_text.strip() and not is_refusal(finding_text):
-                        findings.append(self._finding(finding, finding_text, prepared))
+                checker = self.checker.for_one_answer()  # the answer's sentences, then each finding's: embedded once
+                shown = [(finding, finding_text)
+                         for finding, finding_text in zip(prepared.findings, composer.finding_texts(), strict=True)
+                         if finding_text.strip() and not is_refusal(finding_text)]  # fmt: skip
                 # Every paper declined (possible only without the decision): the service's own sentence stands.
-                if findings:
+                if shown:
                     text, finish_reason = " ".join(composer.text.split()), finish_reason_of(composer, outcomes)
                     answer_passages = [prepared.passages[f.passage - 1] for f in prepared.findings]
-                    report = self.checker.check(text, answer_passages)
+                    report = checker.check(text, answer_passages)
+                findings = [self._finding(checker, finding, finding_text, prepared) for finding, finding_text in shown]
         notes = list(prepared.notes)
         if report.unsupported:
             notes.append(f"{len(report.unsupported)} answer sentence(s) are not supported by any passage.")
@@ -386,10 +388,11 @@ class Answerer:
         return Answer(text, finish_reason, report, prepared, usage, notes, findings,
                       {**prepared.timings_ms, **generate_ms, **timer.timings_ms})
 
-    def _finding(self, finding: FindingPrompt, text: str, prepared: PreparedAnswer) -> Finding:
+    @staticmethod
+    def _finding(checker: SupportChecker, finding: FindingPrompt, text: str, prepared: PreparedAnswer) -> Finding:
         """A finding checked against its own passage: supported when one of its sentences is."""
         own = prepared.passages[finding.passage - 1]
-        report = self.checker.check(text, [own])
+        report = checker.check(text, [own])
         best = max(report.citations, key=lambda c: c.similarity, default=None)
         similarities = [s.similarity for s in report.sentences if s.similarity is not None]
         return Finding(

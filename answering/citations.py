@@ -113,6 +113,19 @@ class SupportChecker:
         self.encode = encode
         self.threshold = threshold
 
+    def for_one_answer(self) -> SupportChecker:
+        """A checker whose encoder embeds each text once across its checks (the whole answer's, then each
+        finding's against its own passage, which reread the same sentences); it lives as long as one answer."""
+        embedded: dict[str, np.ndarray] = {}
+
+        def encode(texts: Sequence[str]) -> np.ndarray:
+            missing = [text for text in dict.fromkeys(texts) if text not in embedded]
+            if missing:
+                embedded.update(zip(missing, self.encode(missing), strict=True))
+            return np.stack([embedded[text] for text in texts]) if texts else self.encode(texts)
+
+        return SupportChecker(encode, self.threshold)
+
     def check(self, answer: str, passages: Sequence[Passage]) -> SupportReport:
         sentences = [
             AnswerSentence(text=text, markers=parse_markers(text)) for text in self._answer_sentences(answer)

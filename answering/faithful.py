@@ -107,7 +107,14 @@ MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown
 _INNER_AUTHORS = re.compile(r"(?<=[\s,;])the authors?(?= (?:also |then |here |further )?(?:find|show|estimate|"
                             r"document|demonstrate|conclude|argue|illustrate|establish|prove)(?:s|es)?\b)")  # fmt: skip
 # Adverbs a subject's verb may follow ("The authors then present …").
-_ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally"))
+_ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally", "here",
+                      "thus", "therefore", "now", "empirically", "theoretically", "formally", "explicitly",
+                      "directly", "jointly", "separately", "still"))  # fmt: skip
+# Subjects whose verb is in its base form ("We make the case …"): after a single author any verb agrees, not only
+# a reporting verb ("Swartz makes the case …").
+_BASE_FORM_SUBJECT = re.compile(r"^(?:We|I|The authors|The researchers|They)\b", re.IGNORECASE)
+_SINGULAR_FORMS = {"are": "is", "have": "has", "do": "does", "were": "was"}
+_MODALS = frozenset(("can", "could", "may", "might", "must", "shall", "should", "will", "would", "cannot", "did"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
 _GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
@@ -325,12 +332,15 @@ def attribution(authors: Sequence[str], year: int | None) -> str:
     return f"{who} ({year})" if year else who
 
 
-def _agreeing(rest: str, singular: bool) -> str:
-    """'find that …' -> 'finds that …' after a single author; other words stay."""
+def _agreeing(rest: str, singular: bool, base_form: bool = False) -> str:
+    """'find that …' -> 'finds that …' after a single author; other words stay, but for any verb that followed
+    "We" or "I" (`base_form`: "make the case" -> "makes the case", "are unable" -> "is unable")."""
     verb, _, tail = rest.partition(" ")
     if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
-        return f"{verb} {_agreeing(tail, singular)}"
-    if singular and verb.lower() in _BASE_VERBS:
+        return f"{verb} {_agreeing(tail, singular, base_form)}"
+    if singular and base_form and verb.isalpha() and verb.islower() and verb not in _BASE_VERBS | _MODALS:
+        verb = _SINGULAR_FORMS.get(verb, third_singular(verb))
+    elif singular and verb.lower() in _BASE_VERBS:
         verb = third_singular(verb)
         # "measure X and find that Y": the second verb agrees too (before the first "that": still the subject's)
         clause, that, after = tail.partition(" that ")
@@ -365,7 +375,8 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
     subject = _GENERIC_SUBJECT.match(sentence)
     if subject:  # "We also show X" -> "Who show X": a link to a finding not shown, as the openers above
         rest = third_person(_LINKING_ADVERB.sub("", sentence[subject.end():], count=1))
-        return f"{who} {_agreeing(rest, singular)}" if rest else who
+        base_form = _BASE_FORM_SUBJECT.match(subject[0]) is not None
+        return f"{who} {_agreeing(rest, singular, base_form)}" if rest else who
     body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
     evidence_found = _EVIDENCE_FOUND.match(body)
     if evidence_found:  # "No evidence was found of X" -> "Who find no evidence of X"

@@ -35,7 +35,8 @@ _METHOD = re.compile(
     r"^(this|the|our) (paper|article|study|note|essay)\b"
     r"|^(we|I) (develop|study|examine|use|propose|present|build|construct|consider|analy[sz]e|investigate|"
     r"exploit|introduce|extend|test|revisit|model|employ)\b"
-    r"|^(using|to|in this)\b|\bprevious (work|studies|research)\b|\bliterature\b|\bwe ask\b|\bone would expect\b",
+    r"|^(using|to|in this)\b|\b(previous|prior|earlier|existing|past) (work|studies|research)\b|\bliterature\b"
+    r"|\bwe ask\b|\bone would expect\b",
     re.IGNORECASE,
 )
 

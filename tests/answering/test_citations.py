@@ -57,3 +57,22 @@ def test_a_wrapped_not_covered_sentence_is_a_refusal() -> None:
     assert is_refusal(NOT_COVERED_ANSWER) and is_refusal("The indexed abstracts do not answer this question [2].")
     assert is_refusal("The authors show that the indexed abstracts do not\nanswer this question.")
     assert not is_refusal("The authors find that minimum wages did not reduce employment [1].")
+
+
+def test_a_checker_for_one_answer_embeds_each_text_once_and_reports_the_same(tiny_index) -> None:
+    embedded: list[str] = []
+
+    def encode(texts):
+        embedded.extend(texts)
+        return tiny_index.embedder.encode(texts)
+
+    plain = SupportChecker(tiny_index.embedder.encode, 0.56)
+    once = SupportChecker(encode, 0.56).for_one_answer()
+    finding = "Employment at fast food restaurants did not decline after the minimum wage rose [1]."
+    answer = f"{finding} When interest rates go up, banks reduce their lending [2]."
+    for text, passages in ((answer, PASSAGES), (finding, PASSAGES[:1])):  # the answer, then one finding's check
+        expected, report = plain.check(text, passages), once.check(text, passages)
+        assert [s.supported_by for s in report.sentences] == [s.supported_by for s in expected.sentences]
+        assert [(c.passage, c.supporting_sentence) for c in report.citations] == [
+            (c.passage, c.supporting_sentence) for c in expected.citations]
+    assert len(embedded) == len(set(embedded)) == 6  # two claims and four passage sentences, each once

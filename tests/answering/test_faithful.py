@@ -255,6 +255,13 @@ def test_a_link_to_a_finding_not_shown_is_dropped_between_the_authors_and_their_
 def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("We study why firms export.", "Lee (2001)") == "Lee (2001) studies why firms export."
     assert attributed("We establish that prices fall.", "Lee (2001)") == "Lee (2001) establishes that prices fall."
+    # any verb "We" or "I" took agrees, not only a reporting verb; modals and plural authors stay as they are
+    assert attributed("I make the case for public reinsurance.", "Swartz (2003)") == (
+        "Swartz (2003) makes the case for public reinsurance.")
+    assert attributed("We are unable to reject equality.", "Lee (2001)") == "Lee (2001) is unable to reject equality."
+    assert attributed("We here have a proof.", "Lee (2001)") == "Lee (2001) here has a proof."
+    assert attributed("We cannot reject equality.", "Lee (2001)") == "Lee (2001) cannot reject equality."
+    assert attributed("We make the case for it.", "Lee and Kim (2001)") == "Lee and Kim (2001) make the case for it."
 
 
 LEANING = ("The nontruncated distribution of city sizes is shown to be lognormal, rather than Pareto. This provides a "

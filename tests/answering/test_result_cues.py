@@ -20,6 +20,7 @@ def test_results_read_as_results(sentence: str) -> None:
     "This paper develops a model of bank runs with heterogeneous depositors.",
     "We study how reputation works in repeated games.",
     "Previous work demonstrates that low-income achievers fail to apply to selective colleges.",
+    "Prior research has documented that consumption declines at retirement.",  # someone else's result
     "Using administrative data from Denmark, our analysis covers three decades.",
 ])  # fmt: skip
 def test_methods_and_settings_read_as_methods(sentence: str) -> None:
