@@ -105,7 +105,10 @@ MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown
 # The paper's authors reporting inside the sentence, after a clause of someone else's ("While the received theory
 # assumes X, we show here that Y"; "While I find little impact on X, the results show …"): who found it goes there.
 _INNER_AUTHORS = re.compile(r"(?<=[\s,;])the authors?(?= (?:also |then |here |further )?(?:find|show|estimate|"
-                            r"document|demonstrate|conclude|argue|illustrate|establish|prove)(?:s|es)?\b)")  # fmt: skip
+                            r"document|demonstrate|conclude|argue|illustrate|establish|prove|propose|derive|"
+                            r"develop|provide|identify|characterize|construct|offer)(?:s|es)?\b)")  # fmt: skip
+# The authors named again later in a sentence they open ("Who develop a model …, and the authors show …"): "they".
+_AUTHORS_AGAIN = re.compile(r"(?<=[,;] )(?:and )?the authors\b(?!['’])")
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally", "here",
                       "thus", "therefore", "now", "empirically", "theoretically", "formally", "explicitly",
@@ -376,6 +379,8 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
     if subject:  # "We also show X" -> "Who show X": a link to a finding not shown, as the openers above
         rest = third_person(_LINKING_ADVERB.sub("", sentence[subject.end():], count=1))
         base_form = _BASE_FORM_SUBJECT.match(subject[0]) is not None
+        if not singular:
+            rest = _AUTHORS_AGAIN.sub(lambda m: m[0].replace("the authors", "they"), rest)
         return f"{who} {_agreeing(rest, singular, base_form)}" if rest else who
     body = sentence if _keeps_capital(sentence, abstract) else sentence[:1].lower() + sentence[1:]
     evidence_found = _EVIDENCE_FOUND.match(body)

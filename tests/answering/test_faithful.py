@@ -342,3 +342,15 @@ def test_who_found_it_is_named_where_the_abstract_says_it_not_twice(sentence: st
 ])  # fmt: skip
 def test_the_attribution_is_read_apart_from_what_was_found(shown: str, who: str, body: str) -> None:
     assert finding_body(shown, who) == body
+
+
+def test_authors_named_again_inside_their_sentence_read_they_and_a_late_we_takes_their_names() -> None:
+    assert attributed("We develop a model of addiction, and we show that earlier estimates are biased.",
+                      "Adda and Cornaglia (2006)") == (
+        "Adda and Cornaglia (2006) develop a model of addiction, and they show that earlier estimates are biased.")
+    assert attributed("When the assumptions fail, we propose weaker exclusion restrictions.", "Frandsen et al. (2022)"
+                      ) == "When the assumptions fail, Frandsen et al. (2022) propose weaker exclusion restrictions."
+    # a single author stays named; the authors' own model is not "they'"
+    assert attributed("I study X; I find Y.", "Lee (2001)") == "Lee (2001) studies X; the author finds Y."
+    assert attributed("We study X, and the authors' model shows Y.", "Lee and Kim (2001)") == (
+        "Lee and Kim (2001) study X, and the authors' model shows Y.")
