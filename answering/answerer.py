@@ -61,8 +61,9 @@ class AnsweringSettings(BaseModel):
     # are ranked, as a P) the second sentence is one a reader marked as stating the answer in 0.85 of the pairs
     # that get one (the first: 0.89), a method sentence in 0.03; the best sentence is shown in 0.61 -> 0.70.
     second_finding_from: float | None = Field(0.80, ge=0.0, le=1.0, description="A paper's second most answering "
-                                              "sentence is shown after its finding when the sentence judge gives it "
-                                              "at least this P; empty: one sentence per paper.")  # fmt: skip
+                                              "sentence is shown after its finding when its weight (the sentence "
+                                              "judge's logit plus the result cue), as a P, reaches this; empty: one "
+                                              "sentence per paper.")  # fmt: skip
 
     @field_validator("second_finding_from", mode="before")
     @classmethod
@@ -406,8 +407,8 @@ def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSen
                       second_from: float | None = None) -> Finisher:  # fmt: skip
     """How one paper's generated finding is shown: checked against its whole abstract, opened by who found it,
     and replaced by the paper's best answering sentence (else its focused passage's first) when it is not
-    faithful or declines; its second most answering sentence after it when the judge gives that P >=
-    `second_from`."""
+    faithful or declines; its second most answering sentence after it when that sentence's weight, as a P,
+    reaches `second_from` (PaperSentences.second)."""
     document = hit.document
     best = sentences.best if sentences is not None else lead_sentence(focused.text)
     answering = sentences.answering() if sentences is not None else ()

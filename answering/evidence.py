@@ -9,8 +9,9 @@ result answering the question). Answering uses it three ways:
   * fallback  a generated finding must be written from the best sentence (by the result cue and the judge) and be
               faithful to its abstract; otherwise that sentence, attributed and in the third person, stands in
               for it (answering/faithful.py);
-  * second    the paper's next most answering sentence follows its finding when the judge is as sure of it
-              (P >= AnsweringSettings.second_finding_from): an answer says more of what the paper found;
+  * second    the paper's next most answering sentence follows its finding when its weight (the judge's logit
+              plus the result cue), as a P, reaches AnsweringSettings.second_finding_from: an answer says more of
+              what the paper found;
   * decision  a paper the passage decision passes must also have a sentence that answers (P >= sentence_from),
               and a question the decision would only hedge on is answered plainly when the closest paper has one
               (P >= rescue_from) and declined when it has none; both bars are chosen on the development set's
