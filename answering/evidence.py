@@ -44,7 +44,9 @@ class PaperSentences:
     def ranked(self) -> list[int]:
         """Sentence indices, the most answering first by `weights` (ties: the abstract's order); the abstract's own
         questions last, whatever their score: they state no finding."""
-        weights = self.weights
+        return self._ordered(self.weights)
+
+    def _ordered(self, weights: Sequence[float]) -> list[int]:
         return sorted(range(len(self.sentences)), key=lambda i: (is_question(self.sentences[i]), -weights[i], i))
 
     @property
@@ -70,11 +72,11 @@ class PaperSentences:
         cut, how an effect varies); the weight, not the judge's P alone, so that a sentence that reads as the
         method ("We study how X affects Y") needs the judge far surer of it (python -m benchmarks.sentence_choice,
         "second sentence" rows)."""
-        ranked = self.ranked
-        if from_probability is None or len(ranked) < 2:
+        if from_probability is None or len(self.sentences) < 2:
             return None
-        index = ranked[1]
-        if sigmoid(self.weights[index]) < from_probability or is_question(self.sentences[index]):
+        weights = self.weights  # weighed once, for the order and the bar
+        index = self._ordered(weights)[1]
+        if sigmoid(weights[index]) < from_probability or is_question(self.sentences[index]):
             return None
         return self.sentences[index]
 
