@@ -20,12 +20,13 @@ from answering.answerability import (
     SentenceBars,
     published_before,
 )
+from answering.attribution import attribution
 from answering.citations import SupportChecker, SupportReport, is_refusal
 from answering.compose import AnswerComposer, Finisher, compose_opening, lead_sentence
 from answering.conversation import Turn
 from answering.domain import DomainGate
 from answering.evidence import PaperSentences, SentenceEvidence, sharpened
-from answering.faithful import attribution, finished_finding
+from answering.faithful import finished_finding
 from answering.focus import SentenceFocus
 from answering.ports import Catalog, GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder

@@ -19,7 +19,8 @@ configurations of one run:
                           the service ranks); the bi-encoder (all-MiniLM-L6-v2) alone beside it
   first token, total      p50 seconds of the streamed /v1/ask
   server CPU s            mean CPU seconds the server process used per /v1/ask
-  finding stated, best finding, method shown, unfaithful findings, reworded findings, cut findings
+  finding stated, best finding, method shown, unfaithful findings, reworded findings, spliced findings (out of
+  their source sentence's order, or its opening "Because …" dropped), cut findings
                           the shown finding of each cited relevant paper against what a reader judged its abstract
                           to find (benchmarks/finding_figures.py)
 
@@ -217,7 +218,7 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
     unanswerable = [r for r in records if not r["answerable"]]
     claims = sum(r["claims"] for r in answerable)
     ranked = [top1[r["id"]] for r in answerable if r["id"] in top1]
-    keys = ("findings", "unfaithful", "reworded", "cut", "judged", "stated", "best", "method")
+    keys = ("findings", "unfaithful", "reworded", "spliced", "cut", "judged", "stated", "best", "method")
     counts = {key: sum(r.get("finding_counts", {}).get(key, 0) for r in records) for key in keys}
     judged = counts["judged"]
     return {
@@ -242,6 +243,7 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
         "method_shown": round(counts["method"] / judged, 3) if judged else None,
         "unfaithful_findings": counts["unfaithful"],
         "reworded_findings": counts["reworded"],
+        "spliced_findings": counts["spliced"],
         "cut_findings": counts["cut"],
         "cited_outside_window": sum(len(r.get("outside_window", [])) for r in records),
     }
@@ -255,7 +257,8 @@ KINDS = ("paraphrase", "topical", "unanswerable", "followup", "resolved", "dated
 FINDING_ROWS = (
     ("finding stated (cited relevant papers)", "finding_stated"), ("best finding", "best_finding"),
     ("method sentence shown", "method_shown"), ("findings not faithful to their abstract", "unfaithful_findings"),
-    ("findings with a word not in their abstract", "reworded_findings"), ("findings cut mid-phrase", "cut_findings"),
+    ("findings with a word not in their abstract", "reworded_findings"),
+    ("findings straying from their source sentence", "spliced_findings"), ("findings cut mid-phrase", "cut_findings"),
 )  # fmt: skip
 ROWS = {
     "paraphrase": (

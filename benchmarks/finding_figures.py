@@ -14,18 +14,30 @@ of its abstract (all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl s
                     included) nor in the attribution the service adds (the authors' names, the year)
   reworded          the finding holds a word its abstract does not have (answering.faithful.unfaithful_words:
                     beyond who found it and the reporting verb), as a glued "isefficient" or a swapped word
+  spliced           the finding's first sentence does not say its source sentence's words in their order, or
+                    drops the clause opening it ("Because …"): answering.faithful.keeps_its_source, against the
+                    abstract sentence closest in words (a spelled-out acronym's words set aside)
   cut               the finding does not end a sentence
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from answering.faithful import attribution, finding_body, is_complete, unfaithful_specifics, unfaithful_words
+from answering.attribution import attribution, finding_body
+from answering.citations import sentences_of
+from answering.faithful import (
+    is_complete,
+    keeps_its_source,
+    source_sentence,
+    unfaithful_specifics,
+    unfaithful_words,
+)
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 from training.evaluation.dev_questions import DEV_QUESTIONS
@@ -57,8 +69,8 @@ class FindingFigures:
     def count(self, question_id: str, findings: list[dict]) -> dict[str, int]:
         """Counts over the answer's findings: all shown, faithful ones, and for relevant judged papers the
         stated / best / method matches."""
-        counts = {"findings": 0, "unfaithful": 0, "reworded": 0, "cut": 0, "judged": 0, "stated": 0, "best": 0,
-                  "method": 0}  # fmt: skip
+        counts = {"findings": 0, "unfaithful": 0, "reworded": 0, "spliced": 0, "cut": 0, "judged": 0, "stated": 0,
+                  "best": 0, "method": 0}  # fmt: skip
         for finding in findings:
             document = self.doc_of_doi.get(finding.get("doi", ""))
             who = attribution(document.authors, document.year) if document is not None else ""
@@ -70,6 +82,7 @@ class FindingFigures:
                 allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
                 counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
                 counts["reworded"] += bool(unfaithful_words(body, document.abstract, allowed))
+                counts["spliced"] += spliced(body, document.abstract)
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue
@@ -85,3 +98,12 @@ class FindingFigures:
     def closest(self, text: str, sentences: tuple[str, ...]) -> int:
         vectors = self.index.embedder.encode([text, *sentences])
         return int(np.argmax(vectors[1:] @ vectors[0]))
+
+
+def spliced(body: str, abstract: str) -> bool:
+    """Whether a shown finding's first sentence strays from the abstract sentence it says (keeps_its_source)."""
+    spans = split_sentences(body)
+    first = body[spans[0][0]:spans[0][1]] if spans else body
+    first = re.sub(r"\s*\([^()]*\)", lambda m: m.group(0) if m.group(0).strip() in abstract else "", first)
+    source = source_sentence(first, sentences_of(abstract))
+    return source is not None and not keeps_its_source(first, source)

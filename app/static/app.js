@@ -141,7 +141,9 @@ function highlightSupport(citations) {
     if (!passage) continue;
     const fragment = document.createDocumentFragment();
     let rest = passage.text;
-    for (const sentence of supporting) {
+    // In the passage's order: a finding's second sentence may come before its first in the abstract.
+    const ordered = [...supporting].sort((a, b) => passage.text.indexOf(a) - passage.text.indexOf(b));
+    for (const sentence of ordered) {
       const at = rest.indexOf(sentence);
       if (at < 0) continue;
       fragment.append(rest.slice(0, at));

@@ -4,9 +4,9 @@ a partial answer, passage focus) and the answer it composes after."""
 from __future__ import annotations
 
 from answering.answerer import PreparedAnswer, Question
+from answering.attribution import attributed, attribution
 from answering.compose import lead_sentence
 from answering.domain import DEFAULT_DOMAIN_PATH
-from answering.faithful import attributed, attribution
 from answering.ports import GenerationOutcome
 from answering.prompt import NOT_COVERED_ANSWER, PARTIAL_ANSWER_PREFACE, opening_line
 

@@ -21,3 +21,15 @@ def test_a_finding_shown_after_its_context_is_judged_by_what_it_states(tiny_inde
     context_only = figures.count("q1", [{"doi": "10.1257/test.3", "text": setting}])
     assert (with_context["stated"], with_context["best"], with_context["method"]) == (1, 1, 0)
     assert (context_only["stated"], context_only["best"], context_only["method"]) == (0, 0, 1)
+
+
+def test_a_finding_straying_from_its_source_sentence_is_counted_spliced(tiny_index: PublishedIndex,
+                                                                         tmp_path: Path) -> None:
+    path = tmp_path / "findings.jsonl"
+    path.write_text("", encoding="utf-8")
+    figures = FindingFigures(tiny_index, path)
+    copied = "Doe and Roe (2012) find that wages fell and disability claims rose in the most exposed regions [1]."
+    # every word is the abstract's, but the regions and the markets trade places: not what it says
+    spliced = "Doe and Roe (2012) find that disability claims rose in exposed local labor markets and wages fell [1]."
+    counts = [figures.count("q1", [{"doi": "10.1257/test.3", "text": text}]) for text in (copied, spliced)]
+    assert [(c["reworded"], c["spliced"]) for c in counts] == [(0, 0), (0, 1)]
