@@ -363,3 +363,19 @@ def test_dark_mode_and_a_390_px_phone(browser, live_server) -> None:
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         browser.set_window_size(1280, 1000)
+
+
+def test_every_supporting_sentence_of_a_passage_is_marked_whatever_the_answers_order(browser, live_server) -> None:
+    # A finding's second sentence can come before its first in the abstract; both are marked, in the passage.
+    base, _ = live_server()
+    browser.get(f"{base}/")
+    marked = browser.execute_script("""
+        renderPassages([{number: 1, text: "Prices fell. Wages rose by 4 percent. Rents were flat.",
+                         document: {title: "A paper", date: null, year: 2001, authors: [], doi: null}}]);
+        highlightSupport([{passage: 1, supporting_sentence: "Rents were flat."},
+                          {passage: 1, supporting_sentence: "Wages rose by 4 percent."}]);
+        const text = document.querySelector("#passage-1 .passage-text");
+        return [Array.from(text.querySelectorAll("mark"), (mark) => mark.textContent), text.textContent];
+    """)
+    assert marked == [["Wages rose by 4 percent.", "Rents were flat."],
+                      "Prices fell. Wages rose by 4 percent. Rents were flat."]
