@@ -14,17 +14,18 @@ from collections.abc import Sequence
 from answering.compose import third_person, third_singular
 from corpus.authors import people
 
+# A passage marker in a finding ("[1]", "[2, 3]"): not a word of it.
 CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
 # Reporting verbs that take an -s after a single author ("Smith (2001) finds").
 REPORTING_VERBS = frozenset(("find", "show", "argue", "document", "estimate", "provide", "develop", "study", "use",
-                         "examine", "test", "present", "propose", "demonstrate", "conclude", "establish", "explain",
-                         "derive", "report", "obtain", "identify", "construct", "analyze", "analyse", "compare",
-                         "characterize", "prove", "suggest", "measure", "consider", "investigate", "explore",
-                         "quantify", "calibrate", "uncover", "exploit", "offer", "reach", "describe", "discuss",
-                         "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
-                         "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
-                         "link", "relate", "trace", "attribute", "address", "focus", "contribute",
-                         "illustrate", "note"))  # fmt: skip
+                             "examine", "test", "present", "propose", "demonstrate", "conclude", "establish", "explain",
+                             "derive", "report", "obtain", "identify", "construct", "analyze", "analyse", "compare",
+                             "characterize", "prove", "suggest", "measure", "consider", "investigate", "explore",
+                             "quantify", "calibrate", "uncover", "exploit", "offer", "reach", "describe", "discuss",
+                             "evaluate", "assess", "introduce", "extend", "apply", "build", "combine", "review",
+                             "model", "simulate", "predict", "highlight", "emphasize", "observe", "confirm", "reject",
+                             "link", "relate", "trace", "attribute", "address", "focus", "contribute",
+                             "illustrate", "note"))  # fmt: skip
 # Whose results or model a sentence speaks of: the paper's own ("their" in an abstract is someone else's).
 _OWN = r"^(?:the|our|these|this|my|the author's|the authors')"
 # "The analysis shows that …": the paper's own results as the subject, said once by who found it.
