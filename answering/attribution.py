@@ -127,11 +127,11 @@ def _second_agreeing(match: re.Match[str], clause: str) -> str:
     infinitive's ("uses data to test for and quantify": no comma before "and", a "to <verb>" before it) nor a noun
     ("the distribution of background and test scores": a verb that is a noun too needs its object to follow)."""
     verb, before, after = match[2], clause[: match.start()], clause[match.end():]
-    infinitive = re.search(r"\bto (\w+)\b(?!.*\bto \w+\b)", before)
     if verb in _FINDING_VERBS:  # "… to measure X over the half-century and finds that": the authors find
         return f"{match[1]} {third_singular(verb)}"
     if verb not in REPORTING_VERBS or after.startswith(("-", "'", "’")):
         return match[0]
+    infinitive = re.search(r"\bto (\w+)\b(?!.*\bto \w+\b)", before)  # the last "to <word>" before the verb
     if infinitive and infinitive[1] in REPORTING_VERBS and not before.rstrip().endswith(","):
         return match[0]
     if verb in _NOUNS_TOO and not _OBJECT_START.match(after):
