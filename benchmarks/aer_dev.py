@@ -19,8 +19,8 @@ configurations of one run:
                           the service ranks); the bi-encoder (all-MiniLM-L6-v2) alone beside it
   first token, total      p50 seconds of the streamed /v1/ask
   server CPU s            mean CPU seconds the server process used per /v1/ask
-  finding stated, best finding, method shown, unfaithful findings, reworded findings, spliced findings (out of
-  their source sentence's order, or its opening "Because …" dropped), cut findings
+  finding stated, best finding (shown first), method shown, unfaithful findings, reworded findings, spliced
+  findings (out of their source sentence's order, or its opening "Because …" dropped), cut findings
                           the shown finding of each cited relevant paper against what a reader judged its abstract
                           to find (benchmarks/finding_figures.py)
 
@@ -218,7 +218,7 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
     unanswerable = [r for r in records if not r["answerable"]]
     claims = sum(r["claims"] for r in answerable)
     ranked = [top1[r["id"]] for r in answerable if r["id"] in top1]
-    keys = ("findings", "unfaithful", "reworded", "spliced", "cut", "judged", "stated", "best", "method")
+    keys = ("findings", "unfaithful", "reworded", "spliced", "cut", "judged", "stated", "best", "best_first", "method")
     counts = {key: sum(r.get("finding_counts", {}).get(key, 0) for r in records) for key in keys}
     judged = counts["judged"]
     return {
@@ -240,6 +240,7 @@ def summarize(records: list[dict], top1: dict[str, dict]) -> dict:
         "cpu_s_mean": mean([r["cpu_s"] for r in records if r.get("cpu_s") is not None]),
         "finding_stated": round(counts["stated"] / judged, 3) if judged else None,
         "best_finding": round(counts["best"] / judged, 3) if judged else None,
+        "best_finding_first": round(counts["best_first"] / judged, 3) if judged else None,
         "method_shown": round(counts["method"] / judged, 3) if judged else None,
         "unfaithful_findings": counts["unfaithful"],
         "reworded_findings": counts["reworded"],
@@ -256,6 +257,7 @@ def mean(values: list[float]) -> float | None:
 KINDS = ("paraphrase", "topical", "unanswerable", "followup", "resolved", "dated", "offdomain", "aftercorpus")
 FINDING_ROWS = (
     ("finding stated (cited relevant papers)", "finding_stated"), ("best finding", "best_finding"),
+    ("best finding shown first", "best_finding_first"),
     ("method sentence shown", "method_shown"), ("findings not faithful to their abstract", "unfaithful_findings"),
     ("findings with a word not in their abstract", "reworded_findings"),
     ("findings straying from their source sentence", "spliced_findings"), ("findings cut mid-phrase", "cut_findings"),

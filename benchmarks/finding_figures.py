@@ -7,6 +7,7 @@ of its abstract (all-MiniLM-L6-v2 cosine, the abstract split as findings.jsonl s
 
   finding stated    a closest sentence is one of the paper's finding sentences
   best finding      one is the best one
+  best first        the first of them that states a finding is the best one (what a reader reads first)
   method shown      none states a finding and one is a method or setting sentence (a finding shown after the
                     sentence it points back to, "Who note that <setting>. These losses increase …", is judged by
                     what it states, not by its context)
@@ -70,7 +71,7 @@ class FindingFigures:
         """Counts over the answer's findings: all shown, faithful ones, and for relevant judged papers the
         stated / best / method matches."""
         counts = {"findings": 0, "unfaithful": 0, "reworded": 0, "spliced": 0, "cut": 0, "judged": 0, "stated": 0,
-                  "best": 0, "method": 0}  # fmt: skip
+                  "best": 0, "best_first": 0, "method": 0}  # fmt: skip
         for finding in findings:
             document = self.doc_of_doi.get(finding.get("doi", ""))
             who = attribution(document.authors, document.year) if document is not None else ""
@@ -86,12 +87,14 @@ class FindingFigures:
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue
-            closest = {self.closest(finding_body(text[start:end], who), judged.sentences)
-                       for start, end in split_sentences(text)}  # fmt: skip
+            in_order = [self.closest(finding_body(text[start:end], who), judged.sentences)
+                        for start, end in split_sentences(text)]  # fmt: skip
+            closest = set(in_order)
             stated = bool(closest & judged.finding)
             counts["judged"] += 1
             counts["stated"] += stated
             counts["best"] += judged.best in closest
+            counts["best_first"] += next((i for i in in_order if i in judged.finding), None) == judged.best
             counts["method"] += not stated and bool(closest & judged.method)
         return counts
 

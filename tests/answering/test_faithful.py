@@ -98,6 +98,29 @@ def test_a_second_answering_sentence_follows_the_finding_said_by_who_found_it_wi
         "12 percent. Trefler finds that wages rose.")
 
 
+def test_two_results_of_one_paper_are_shown_in_their_abstracts_order_the_first_with_the_year() -> None:
+    who = attribution(["Trefler, Daniel"], 2004)
+    sentences = TARIFFS.split(". ")
+    best, earlier = sentences[2] + ".", sentences[1] + "."
+    generated = "The author finds that for industries that experienced the largest US tariff cuts, plant " \
+                "productivity soared by 14 percent [1]."
+    assert finished_finding(generated, TARIFFS, "", who, best, (best, earlier), earlier) == (
+        "Trefler (2004) finds that for industries that experienced the deepest Canadian tariff cuts, employment fell "
+        "by 12 percent. Trefler finds that for industries that experienced the largest US tariff cuts, plant "
+        "productivity soared by 14 percent.")  # fmt: skip
+    # an earlier sentence that reads less as a result than the finding (its setting) still comes after it
+    assert finished_finding(generated, TARIFFS, "", who, best, (best,), "We study the Canada-US trade agreement.") == (
+        "Trefler (2004) finds that for industries that experienced the largest US tariff cuts, plant productivity "
+        "soared by 14 percent. Trefler studies the Canada-US trade agreement.")  # fmt: skip
+    # a finding said with a possessive keeps it, without the year
+    predicts = "We study wages. Wages fell by 4 percent. Our model predicts that prices rise by 2 percent."
+    two = attribution(["Lee, Ann", "Kim, Bo"], 2001)
+    shown = finished_finding("", predicts, "", two, "Our model predicts that prices rise by 2 percent.",
+                             second="Wages fell by 4 percent.")  # fmt: skip
+    assert shown == ("Lee and Kim (2001) find that wages fell by 4 percent. Lee and Kim's model predicts that prices "
+                     "rise by 2 percent.")  # fmt: skip
+
+
 def test_a_second_sentence_that_leans_on_another_comes_after_it_and_one_repeating_the_finding_is_left_out() -> None:
     who = attribution(["Trefler, Daniel"], 2004)
     sentences = TARIFFS.split(". ")

@@ -23,6 +23,24 @@ def test_a_finding_shown_after_its_context_is_judged_by_what_it_states(tiny_inde
     assert (context_only["stated"], context_only["best"], context_only["method"]) == (0, 0, 1)
 
 
+def test_the_best_finding_counts_as_shown_first_only_before_any_other_finding(tiny_index: PublishedIndex,
+                                                                              tmp_path: Path) -> None:
+    abstract = next(d.abstract for d in tiny_index.documents.values() if d.doi == "10.1257/test.3")
+    sentences = [abstract[start:end] for start, end in split_sentences(abstract)]
+    judged = {"qid": "q1", "doi": "10.1257/test.3", "sentences": sentences, "finding": [0, 1], "best": 1,
+              "method": []}  # fmt: skip
+    path = tmp_path / "findings.jsonl"
+    path.write_text(json.dumps(judged) + "\n", encoding="utf-8")
+    figures = FindingFigures(tiny_index, path)
+    employment = "Doe and Roe (2012) find that import competition from China reduced manufacturing employment in " \
+                 "exposed local labor markets [1]."
+    wages = "Doe and Roe find that wages fell and disability claims rose in the most exposed regions [1]."
+    best_second = figures.count("q1", [{"doi": "10.1257/test.3", "text": f"{employment} {wages}"}])
+    best_first = figures.count("q1", [{"doi": "10.1257/test.3", "text": f"{wages} {employment}"}])
+    assert (best_second["best"], best_second["best_first"]) == (1, 0)
+    assert (best_first["best"], best_first["best_first"]) == (1, 1)
+
+
 def test_a_finding_straying_from_its_source_sentence_is_counted_spliced(tiny_index: PublishedIndex,
                                                                          tmp_path: Path) -> None:
     path = tmp_path / "findings.jsonl"
