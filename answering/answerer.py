@@ -379,7 +379,7 @@ class Answerer:
                 # Every paper declined (possible only without the decision): the service's own sentence stands.
                 if shown:
                     text, finish_reason = " ".join(composer.text.split()), finish_reason_of(composer, outcomes)
-                    answer_passages = [prepared.passages[f.passage - 1] for f in prepared.findings]
+                    answer_passages = [checked_against(prepared, f.passage) for f in prepared.findings]
                     report = checker.check(text, answer_passages)
                 findings = [self._finding(checker, finding, finding_text, prepared) for finding, finding_text in shown]
         notes = list(prepared.notes)
@@ -392,9 +392,8 @@ class Answerer:
 
     @staticmethod
     def _finding(checker: SupportChecker, finding: FindingPrompt, text: str, prepared: PreparedAnswer) -> Finding:
-        """A finding checked against its own passage: supported when one of its sentences is."""
-        own = prepared.passages[finding.passage - 1]
-        report = checker.check(text, [own])
+        """A finding checked against its own paper's abstract: supported when one of its sentences is."""
+        report = checker.check(text, [checked_against(prepared, finding.passage)])
         best = max(report.citations, key=lambda c: c.similarity, default=None)
         similarities = [s.similarity for s in report.sentences if s.similarity is not None]
         return Finding(
@@ -417,6 +416,15 @@ def faithful_finisher(hit: RetrievedChunk, focused: Passage, sentences: PaperSen
     return partial(finished_finding, abstract=document.abstract, title=document.title,
                    who=attribution(document.authors, document.year), fallback=best, answering=answering,
                    second=second)
+
+
+def checked_against(prepared: PreparedAnswer, number: int) -> Passage:
+    """Passage `number` as an answer's support is checked: its paper's whole abstract, which its finding is drawn
+    from (a long abstract's result may lie outside the retrieved chunk; checked against the chunk alone, such a
+    finding went unsupported, or was credited to another paper's passage)."""
+    passage = prepared.passages[number - 1]
+    abstract = prepared.hits[number - 1].document.abstract
+    return replace(passage, text=abstract) if abstract else passage
 
 
 def first_per_paper(hits: list[RetrievedChunk], papers: int) -> list[int]:

@@ -3,8 +3,11 @@ a partial answer, passage focus) and the answer it composes after."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from answering.answerer import PreparedAnswer, Question
 from answering.attribution import attributed, attribution
+from answering.citations import sentences_of
 from answering.compose import lead_sentence
 from answering.domain import DEFAULT_DOMAIN_PATH
 from answering.ports import GenerationOutcome
@@ -75,6 +78,22 @@ def test_several_papers_each_give_a_cited_finding_in_rank_order(make_services) -
     assert {c.passage for c in answer.report.citations} == set(numbers)
     assert not answer.report.sentences[0].is_claim  # the opening counts, it claims nothing
     assert answer.usage.generated_tokens == 36
+
+
+def test_a_finding_is_checked_against_its_whole_abstract_not_only_the_retrieved_chunk(make_services) -> None:
+    answerer = make_services(**with_thresholds(0.0, 0.0)).answerer
+    prepared = answerer.prepare(Question(query=COVERED, top_k=1))
+    number = prepared.findings[0].passage
+    first, second = sentences_of(prepared.hits[number - 1].document.abstract)[:2]
+    # a long abstract's chunk: the search found its opening, the finding states a sentence after it
+    passages = list(prepared.passages)
+    passages[number - 1] = replace(passages[number - 1], text=first)
+    prepared = replace(prepared, passages=tuple(passages))
+    composer, outcomes = compose(prepared, [f"{second.strip().rstrip('.')} [1]."])
+    answer = answerer.finish(prepared, composer, outcomes)
+    (finding,) = answer.findings
+    assert finding.supported and finding.supporting_sentence == second.strip()
+    assert [(c.passage, c.supporting_sentence) for c in answer.report.citations] == [(number, second.strip())]
 
 
 def test_a_partial_answer_says_so_first(make_services) -> None:
