@@ -51,6 +51,11 @@ _LINKING_ADVERB = re.compile(r"^(?:also|further|additionally|moreover|then|next)
 _EVIDENCE_FOUND = re.compile(r"^(?P<evidence>(?:no|little|some|strong|weak|robust|limited|mixed|clear|scant|"
                              r"considerable|substantial|suggestive)\b[^.;]{0,40}?\bevidence\b[^.;]{0,80}?) "
                              r"(?:is|was|are|were) found\b\s*(?P<rest>.*)$", re.IGNORECASE)  # fmt: skip
+# What follows the verb is a clause, not an object: a short subject, then its finite verb ("the shocks were
+# effective"; not "an elasticity that is 0.5"). After "Who show, using X," it needs its "that" to read as one.
+_CLAUSE_AFTER_VERB = re.compile(r"^(?!(?:that|how|whether|why|what|when|which|who|no|little|evidence)\b)"
+                                r"(?:(?!(?:that|which|who)\b)[A-Za-z-]+ ){1,3}(?:is|are|was|were|has|have|had|can|"
+                                r"could|will|would|does|do|did|may|might|must|should)\b")  # fmt: skip
 # A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
 # A second reporting verb of the same subject ("… and find").
@@ -189,6 +194,7 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
         # -> "Who find, using X, that Y"
         lead, verb, rest = lead_then_we["lead"], lead_then_we["verb"].lower(), lead_then_we["rest"]
         lead = lead if _keeps_capital(lead, abstract) else lead[:1].lower() + lead[1:]
+        rest = f"that {rest}" if _CLAUSE_AFTER_VERB.match(rest) else rest
         return f"{who} {_agreeing(verb, singular)}, {third_person(lead)}, {third_person(rest)}"
     subject = GENERIC_SUBJECT.match(sentence)
     if subject:  # "We also show X" -> "Who show X": a link to a finding not shown, as the openers above

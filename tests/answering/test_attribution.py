@@ -39,7 +39,13 @@ def test_attribution_reads_as_economists_write_it() -> None:
     ("Using a first-difference approach, we find that asset prices raised work at 62.",
      "Coile and Levine (2011) find, using a first-difference approach, that asset prices raised work at 62."),
     ("Using time-diaries from before and after, the authors show the shocks were effective.",
-     "Coile and Levine (2011) show, using time-diaries from before and after, the shocks were effective."),
+     "Coile and Levine (2011) show, using time-diaries from before and after, that the shocks were effective."),
+    ("In a new dataset, we find retirement contributions are not sensitive to fees.",
+     "Coile and Levine (2011) find, in a new dataset, that retirement contributions are not sensitive to fees."),
+    ("Using census data, we estimate an elasticity that is close to one.",
+     "Coile and Levine (2011) estimate, using census data, an elasticity that is close to one."),
+    ("Using both analyses, we find an economically and statistically significant effect.",
+     "Coile and Levine (2011) find, using both analyses, an economically and statistically significant effect."),
 ])  # fmt: skip
 def test_an_opening_clause_before_we_find_is_said_once_by_who_found_it(sentence: str, expected: str) -> None:
     assert attributed(sentence, "Coile and Levine (2011)", sentence) == expected
