@@ -129,7 +129,8 @@ function renderPassages(passages) {
   passagesSection.hidden = passages.length === 0;
 }
 
-// Mark, in each cited passage, the sentence that supports the answer.
+// Mark, in each cited passage, the sentence that supports the answer. Findings are drawn from the whole abstract,
+// so a supporting sentence outside the retrieved chunk is shown, marked, after it.
 function highlightSupport(citations) {
   const sentences = new Map();
   for (const citation of citations) {
@@ -143,9 +144,13 @@ function highlightSupport(citations) {
     let rest = passage.text;
     // In the passage's order: a finding's second sentence may come before its first in the abstract.
     const ordered = [...supporting].sort((a, b) => passage.text.indexOf(a) - passage.text.indexOf(b));
+    const elsewhere = [];
     for (const sentence of ordered) {
       const at = rest.indexOf(sentence);
-      if (at < 0) continue;
+      if (at < 0) {
+        if (!passage.text.includes(sentence)) elsewhere.push(sentence);
+        continue;
+      }
       fragment.append(rest.slice(0, at));
       const mark = document.createElement("mark");
       mark.textContent = sentence;
@@ -154,6 +159,18 @@ function highlightSupport(citations) {
     }
     fragment.append(rest);
     passage.element.replaceChildren(fragment);
+    passage.element.parentElement.querySelector(".passage-elsewhere")?.remove();
+    if (elsewhere.length) {
+      const more = document.createElement("p");
+      more.className = "passage-text passage-elsewhere";
+      more.append("Elsewhere in its abstract: ");
+      elsewhere.forEach((sentence, index) => {
+        const mark = document.createElement("mark");
+        mark.textContent = sentence;
+        more.append(index ? " … " : "", mark);
+      });
+      passage.element.after(more);
+    }
   }
 }
 

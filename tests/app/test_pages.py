@@ -379,3 +379,21 @@ def test_every_supporting_sentence_of_a_passage_is_marked_whatever_the_answers_o
     """)
     assert marked == [["Wages rose by 4 percent.", "Rents were flat."],
                       "Prices fell. Wages rose by 4 percent. Rents were flat."]
+
+
+def test_a_supporting_sentence_outside_the_retrieved_chunk_is_shown_marked_after_it(browser, live_server) -> None:
+    # Findings come from the whole abstract; the passage card shows only the retrieved chunk.
+    base, _ = live_server()
+    browser.get(f"{base}/")
+    shown = browser.execute_script("""
+        renderPassages([{number: 1, text: "Prices fell. Wages rose by 4 percent.",
+                         document: {title: "A paper", date: null, year: 2001, authors: [], doi: null}}]);
+        highlightSupport([{passage: 1, supporting_sentence: "Wages rose by 4 percent."},
+                          {passage: 1, supporting_sentence: "Rents doubled in 12 cities."}]);
+        const item = document.querySelector("#passage-1");
+        return Array.from(item.querySelectorAll(".passage-text"),
+                          (text) => [Array.from(text.querySelectorAll("mark"), (mark) => mark.textContent),
+                                     text.textContent]);
+    """)
+    assert shown == [[["Wages rose by 4 percent."], "Prices fell. Wages rose by 4 percent."],
+                     [["Rents doubled in 12 cities."], "Elsewhere in its abstract: Rents doubled in 12 cities."]]
