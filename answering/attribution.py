@@ -70,7 +70,7 @@ _OBJECT_START = re.compile(r" (?:the|a|an|its|their|this|these|that|those|how|wh
 # The paper's authors reporting inside the sentence, after a clause of someone else's ("While the received theory
 # assumes X, we show here that Y"; "While I find little impact on X, the results show …"): who found it goes there.
 _INNER_AUTHORS = re.compile(r"(?<=[\s,;])the authors?(?= (?:also |then |here |further )?(?:find|show|estimate|"
-                            r"document|demonstrate|conclude|argue|illustrate|establish|prove|propose|derive|"
+                            r"document|demonstrate|conclude|argue|illustrate|establish|prove|propose|derive|confirm|"
                             r"develop|provide|identify|characterize|construct|offer)(?:s|es)?\b)")  # fmt: skip
 # The authors named again later in a sentence they open ("Who develop a model …, and the authors show …"): "they".
 _AUTHORS_AGAIN = re.compile(r"(?<=[,;] )(?P<and>and )?the authors\b(?!['’])(?: (?P<verb>[a-z]+)\b)?")
@@ -86,7 +86,9 @@ _MODALS = frozenset(("can", "could", "may", "might", "must", "shall", "should", 
 # Leading subjects the generator writes for a paper, replaced by who found it.
 GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
-    r"The article|We|I|It(?= (?:shows|finds|argues|documents|demonstrates|suggests|estimates)\b)|"
+    r"The article|This research|This work|We|I|"
+    r"It(?= (?:(?:then|also|further|first|finally) )?(?:shows|finds|argues|documents|demonstrates|suggests|"
+    r"estimates|revisits|examines|analyzes|studies|develops|proposes|explores|discusses|reviews)\b)|"
     r"They(?= (?:find|show|argue|document|demonstrate|suggest|estimate)\b))\b\s*",
     re.IGNORECASE)  # fmt: skip
 # Words that open a sentence by linking it to the one before ("However, …", "Second, …"): dropped when the sentence
@@ -96,7 +98,7 @@ LINKING_OPENER = re.compile(
     r"However|Second|Third|First|Finally|Moreover|Furthermore|Additionally|Also|Further|Thus|Hence|"
     r"Therefore|Overall|In particular|Importantly|Consequently|As a result|"
     r"In the (?:first|second|third)(?: (?:part|half|experiment|study|paper))?|Second and finally|And|Yet|But|Still|"
-    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|At the same time|Among other things|In sum|"
+    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|Next|At the same time|Among other things|In sum|"
     r"In summary|Taken together|On the other hand|In turn|Surprisingly|Strikingly|"
     r"In this (?:paper|article|study|note|essay))\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
@@ -157,10 +159,44 @@ def _agreeing(rest: str, singular: bool, base_form: bool = False) -> str:
         # "measure X and find that Y": the second verb agrees too (before the first "that": still the subject's)
         clause, that, after = tail.partition(" that ")
         tail = _SECOND_VERB.sub(lambda m: _second_agreeing(m, clause), clause) + that + after
-    elif not singular:  # "It shows" -> "Smith and Jones (2001) show"
-        verb = next((verb[: -len(end)] for end in ("es", "s") if verb.lower()[: -len(end)] in REPORTING_VERBS
-                     and verb.lower().endswith(end)), verb)  # fmt: skip
+    elif not singular and not base_form:  # "It revisits X and studies Y" -> "Smith and Jones (2001) revisit X and
+        # study Y": a single subject's verbs, said of several
+        verb = _plural(verb)
+        clause, that, after = tail.partition(" that ")
+        tail = _SECOND_THIRD_SINGULAR.sub(lambda m: _second_plural(m, clause), clause) + that + after
     return f"{verb} {tail}".rstrip()
+
+
+# A second verb of the same subject, perhaps after an adverb ("advances and empirically establishes").
+_SECOND_THIRD_SINGULAR = re.compile(r"\b(and|then) ((?:[a-z]+ly )?)([a-z]+s)\b")
+# Said of a paper ("Smith and Lee (2001) is the first to …"), as economists write it: these stay.
+_PAPER_VERBS = frozenset(("is", "has", "was", "does"))
+
+
+def _plural(verb: str) -> str:
+    """A verb of a single subject as several's: 'shows' -> 'show', 'studies' -> 'study', 'focuses' -> 'focus'; a
+    word that is no such form stays ('discuss', 'found', 'can', 'is')."""
+    lower = verb.lower()
+    if lower in _PAPER_VERBS or not (verb.isalpha() and verb.islower() and lower.endswith("s")) \
+            or lower.endswith(("ss", "us", "is")):
+        return verb
+    for cut in (2, 1):  # the reporting verbs first: "focuses" -> "focus", "uses" -> "use"
+        if lower[:-cut] in REPORTING_VERBS:
+            return verb[:-cut]
+    if lower.endswith("ies"):
+        return verb[:-3] + "y"
+    return verb[:-2] if lower.endswith(("sses", "shes", "ches", "xes", "oes")) else verb[:-1]
+
+
+def _second_plural(match: re.Match[str], clause: str) -> str:
+    """A second reporting verb said of several ("and estimates a framework" -> "and estimate a framework"), not a
+    noun ("and tests": a verb that is a noun too needs its object to follow)."""
+    verb = _plural(match[3])
+    if verb == match[3] or verb not in REPORTING_VERBS:
+        return match[0]
+    if verb in _NOUNS_TOO and not _OBJECT_START.match(clause[match.end():]):
+        return match[0]
+    return f"{match[1]} {match[2]}{verb}"
 
 
 def _named_again(match: re.Match[str], who: str, singular: bool) -> str:

@@ -130,6 +130,27 @@ def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("We make the case for it.", "Lee and Kim (2001)") == "Lee and Kim (2001) make the case for it."
 
 
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("This paper studies how firms export and estimates a model of entry.",
+     "Lee and Kim (2001) study how firms export and estimate a model of entry."),
+    ("It then revisits the debate, analyzing when maturities matter.",
+     "Lee and Kim (2001) revisit the debate, analyzing when maturities matter."),
+    ("This research advances and empirically establishes the hypothesis that distance matters.",
+     "Lee and Kim (2001) advance and empirically establish the hypothesis that distance matters."),
+    ("This paper focuses on taxes and applies the model to Sweden.",
+     "Lee and Kim (2001) focus on taxes and apply the model to Sweden."),
+    ("This paper is the first to measure slant.", "Lee and Kim (2001) is the first to measure slant."),
+    ("Next, we discuss how these results can be interpreted.",
+     "Lee and Kim (2001) discuss how these results can be interpreted."),
+    ("While we confirm that employment rates are low, beneficiaries have raised potential employment.",
+     "While Lee and Kim (2001) confirm that employment rates are low, beneficiaries have raised potential "
+     "employment."),
+])  # fmt: skip
+def test_a_papers_own_sentence_said_of_several_authors_agrees_with_them(sentence: str, expected: str) -> None:
+    # "This paper studies" of two authors was "Lee and Kim (2001) studies"; "It then revisits" was "find that it …"
+    assert attributed(sentence, "Lee and Kim (2001)") == expected
+
+
 @pytest.mark.parametrize(("sentence", "who", "shown"), [
     ("While I find little impact on mortality, the results show that costs fell.", "Shigeoka (2014)",
      "While Shigeoka (2014) finds little impact on mortality, the results show that costs fell."),
