@@ -193,6 +193,12 @@ def plain_question(text: str) -> str:
             clause = match.group(1).lower()
             text = ("Whether" if clause in ("that", "whether", "if") else clause.capitalize()) + " " + rest
             break
+    return without_journal(text)
+
+
+def without_journal(text: str) -> str:
+    """The question without "AER" before a word ("What has AER research found …" -> "What has research found …"):
+    every paper is the journal's, so it names no topic, and the judges read it as a near miss."""
     return _AER_MODIFIER.sub("", text)
 
 

@@ -97,7 +97,6 @@ def test_a_dated_question_is_judged_without_its_window_and_literature_frame() ->
     "Have studies found that minimum wages reduce employment?",
     "What does research find about carbon taxes and emissions?",
     "Was there evidence that cash bonuses for teachers raise exam results?",
-    "  What new ways of assigning students to schools have AER theory papers proposed?  ",
 ])  # fmt: skip
 def test_without_history_or_window_every_text_is_the_question_itself(question: str) -> None:
     for history in ((), HISTORY):  # a standalone question after earlier turns too
@@ -106,6 +105,13 @@ def test_without_history_or_window_every_text_is_the_question_itself(question: s
         assert resolved.filters is None and not resolved.is_followup
     without_stats = resolve_question(question, (), None, None)
     assert without_stats.query == without_stats.retrieval_query == without_stats.judge_query == question.strip()
+
+
+def test_the_journal_is_no_topic_for_the_judges_but_is_searched_as_asked() -> None:
+    question = "  What new ways of assigning students to schools have AER theory papers proposed?  "
+    for resolved in (resolve(question), resolve_question(question, (), None, None)):
+        assert resolved.query == resolved.retrieval_query == question.strip()
+        assert resolved.judge_query == "What new ways of assigning students to schools have theory papers proposed?"
 
 
 def test_a_followup_is_searched_with_the_carried_terms_and_judged_as_a_question() -> None:
