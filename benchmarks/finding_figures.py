@@ -83,7 +83,7 @@ class FindingFigures:
                 allowed = f"{document.title}\n{' '.join(document.authors)} {document.year or ''}"
                 counts["unfaithful"] += bool(unfaithful_specifics(body, document.abstract, allowed))
                 counts["reworded"] += bool(unfaithful_words(body, document.abstract, allowed))
-                counts["spliced"] += spliced(body, document.abstract)
+                counts["spliced"] += spliced(body, document.abstract, who)
             judged = self.judged.get((question_id, finding.get("doi", "")))
             if judged is None:
                 continue
@@ -103,8 +103,12 @@ class FindingFigures:
         return int(np.argmax(vectors[1:] @ vectors[0]))
 
 
-def spliced(body: str, abstract: str) -> bool:
-    """Whether a shown finding's first sentence strays from the abstract sentence it says (keeps_its_source)."""
+def spliced(body: str, abstract: str, who: str = "") -> bool:
+    """Whether a shown finding's first sentence strays from the abstract sentence it says (keeps_its_source). Who
+    found it, named inside the body ("While von Wachter, Song, and Manchester (2011) confirm …"), is no word of
+    the source's."""
+    if who:
+        body = body.replace(who, "the authors")
     spans = split_sentences(body)
     first = body[spans[0][0]:spans[0][1]] if spans else body
     first = re.sub(r"\s*\([^()]*\)", lambda m: m.group(0) if m.group(0).strip() in abstract else "", first)

@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from benchmarks.finding_figures import FindingFigures
+from benchmarks.finding_figures import FindingFigures, spliced
 from corpus.sentences import split_sentences
 from indexing.index import PublishedIndex
 
@@ -51,3 +51,13 @@ def test_a_finding_straying_from_its_source_sentence_is_counted_spliced(tiny_ind
     spliced = "Doe and Roe (2012) find that disability claims rose in exposed local labor markets and wages fell [1]."
     counts = [figures.count("q1", [{"doi": "10.1257/test.3", "text": text}]) for text in (copied, spliced)]
     assert [(c["reworded"], c["spliced"]) for c in counts] == [(0, 0), (0, 1)]
+
+
+def test_who_found_it_named_inside_a_finding_is_not_counted_as_straying() -> None:
+    abstract = ("We study disability claims. While we confirm that employment rates of rejected applicants are low, "
+                "younger beneficiaries have raised the potential employment of beneficiaries.")
+    who = "von Wachter, Song, and Manchester (2011)"
+    shown = (f"While {who} confirm that employment rates of rejected applicants are low, younger beneficiaries have "
+             "raised the potential employment of beneficiaries [1].")
+    assert not spliced(shown, abstract, who)
+    assert spliced(shown, abstract)  # read with the names as words of its own, it strays
