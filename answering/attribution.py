@@ -222,8 +222,10 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
         rest = sentence[results_say.end():]
         return f"{who} {finds} that {third_person(rest)}"
     own_subject = _OWN_SUBJECT.match(sentence)
-    if own_subject:  # "The model predicts X" -> "Who's model predicts X"
-        return f"{possessive(who)} {own_subject['noun']}{third_person(sentence[own_subject.end():])}"
+    if own_subject:  # "The model predicts X" -> "Who's model predicts X"; "The experiment also shows" -> "Who's
+        # experiment shows": a link to a finding not shown, as "We also show" below
+        rest = re.sub(r"^ (?:also|further|additionally|moreover)(?= [a-z])", "", sentence[own_subject.end():])
+        return f"{possessive(who)} {own_subject['noun']}{third_person(rest)}"
     sentence = sentence[:1].upper() + sentence[1:]
     lead_then_we = _LEAD_THEN_WE.match(sentence)
     if lead_then_we and not GENERIC_SUBJECT.match(sentence) and not _CLAUSE_LEAD.search(lead_then_we["lead"]):

@@ -62,6 +62,9 @@ def test_a_single_author_after_an_opening_clause_agrees() -> None:
      "Field et al. (2013) find that debt contracts discourage risky investment."),
     ("Our estimate suggests that workplace bans reduce smoking by 5 percentage points.", "Evans et al. (1999)",
      "Evans et al. (1999) find that workplace bans reduce smoking by 5 percentage points."),
+    ("The experiment also shows that networks provide incentives to refer less qualified workers.",
+     "Beaman and Magruder (2012)",
+     "Beaman and Magruder's (2012) experiment shows that networks provide incentives to refer less qualified workers."),
     ("The preferred estimates suggest that the regulated sector shrank by 15 percent.", "The authors (2011)",
      "The authors (2011) find that the regulated sector shrank by 15 percent."),
     # a model's prediction stays the model's, and results without "that" stay the subject: whose, by name
