@@ -210,11 +210,38 @@ def _named_again(match: re.Match[str], who: str, singular: bool) -> str:
     return f"{match['and'] or ''}{who.split(' (')[0]}{'' if verb is None else ' ' + verb}"
 
 
+# "X, however, Y" inside a sentence: a contrast with the abstract's sentence before, which a finding does not show.
+_MID_HOWEVER = re.compile(r",\s+however,\s+")
+# The first words of an opening phrase or clause ("In", "Empirically"), which keeps its comma when "however" goes ("In
+# each case, however, a change …" -> "In each case, a change …"; "Skill premiums, however, have …" -> "Skill premiums
+# have …").
+_INTRODUCTORY = frozenset(("in", "at", "on", "under", "for", "with", "without", "after", "before", "during",
+                           "unlike", "like", "as", "if", "when", "whenever", "while", "although", "though",
+                           "because", "since", "once", "based", "conditional", "even", "among", "across", "within",
+                           "from", "by", "given", "relative", "compared", "despite", "beyond", "over", "outside",
+                           "against"))
+# What keeps the comma after it too: a participle or a consequence ("dominate, providing …", "…, hence the title").
+_COMMA_BEFORE = re.compile(r"^(?:[a-z]+ing|hence|thus|therefore|so)\b")
+
+
+def without_however(sentence: str) -> str:
+    """The sentence without a "however" that links it to the sentence before (a finding stands alone; a leading
+    "However," goes with LINKING_OPENER)."""
+    match = _MID_HOWEVER.search(sentence)
+    if not match:
+        return sentence
+    segment = re.split(r"[,;:]", sentence[: match.start()])[-1].strip()
+    first = segment.split(" ", 1)[0].lower() if segment else ""
+    rest = sentence[match.end():]
+    comma = first in _INTRODUCTORY or first.endswith("ly") or _COMMA_BEFORE.match(rest) is not None
+    return f"{sentence[: match.start()]}{', ' if comma else ' '}{rest}"
+
+
 def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") -> str:
     """The sentence as a finding of `who`: 'We find that X' -> 'Who find that X'; 'X rose' -> 'Who find that x
     rose' (the first word lower-cased unless the abstract capitalises it elsewhere, as a name; `verb` says it when
     the sentence has no reporting verb of its own: "note" for what is only context)."""
-    sentence = LINKING_OPENER.sub("", CITATION.sub("", sentence).strip(), count=1)
+    sentence = without_however(LINKING_OPENER.sub("", CITATION.sub("", sentence).strip(), count=1))
     singular = _is_single(who)
     finds = third_singular("find") if singular else "find"
     results_say = _RESULTS_SAY.match(sentence)

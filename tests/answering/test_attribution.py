@@ -20,6 +20,21 @@ def test_a_linking_opener_is_dropped_but_not_when_it_opens_a_comparison(sentence
     assert attributed(sentence, "Lee (2001)") == expected
 
 
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("In each case, however, a change in payoffs produces a large inconsistency.",
+     "Lee (2001) finds that in each case, a change in payoffs produces a large inconsistency."),
+    ("Skill premiums across experience groups, however, have become more compressed.",
+     "Lee (2001) finds that skill premiums across experience groups have become more compressed."),
+    ("Empirically, however, development programs sometimes increase violence.",
+     "Lee (2001) finds that empirically, development programs sometimes increase violence."),
+    ("Landowners resisted out-migration, however, benefiting from the status quo.",
+     "Lee (2001) finds that landowners resisted out-migration, benefiting from the status quo."),
+])  # fmt: skip
+def test_a_however_linking_to_the_sentence_before_is_dropped(sentence: str, expected: str) -> None:
+    # the contrast is with a sentence the finding does not show
+    assert attributed(sentence, "Lee (2001)") == expected
+
+
 def test_a_capitalised_possessive_opening_a_finding_keeps_its_capital() -> None:
     abstract = "Moody's and S&P split more often over banks."
     assert attributed(abstract, "Morgan (2002)", abstract) == (
