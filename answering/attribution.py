@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from answering.compose import third_person, third_singular
+from answering.compose import is_past_tense, third_person, third_singular
 from corpus.authors import people
 
 # A passage marker in a finding ("[1]", "[2, 3]"): not a word of it.
@@ -152,7 +152,8 @@ def _agreeing(rest: str, singular: bool, base_form: bool = False) -> str:
     verb, _, tail = rest.partition(" ")
     if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
         return f"{verb} {_agreeing(tail, singular, base_form)}"
-    if singular and base_form and verb.isalpha() and verb.islower() and verb not in REPORTING_VERBS | _MODALS:
+    if singular and base_form and verb.isalpha() and verb.islower() and verb not in REPORTING_VERBS | _MODALS \
+            and not is_past_tense(verb):  # "We conducted" -> "Lee conducted", not "conducteds"
         verb = _SINGULAR_FORMS.get(verb, third_singular(verb))
     elif singular and verb.lower() in REPORTING_VERBS:
         verb = third_singular(verb)

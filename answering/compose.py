@@ -37,15 +37,38 @@ HOLD_WORDS = 10  # a finding with a fallback is shown once its first HOLD_WORDS 
 _DECLINE = re.compile(r"\bindexed( abstracts?\b|$)|\bdo not answer this question\b")
 # "I" opening a sentence, or later before a verb of research ("while I find"): elsewhere it may be a numeral
 # ("Type I errors", "World War I").
+_SINGULAR_AUXILIARIES = {"am": "is", "have": "has", "do": "does"}
 _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b"), "Their"),
                  (re.compile(r"\bwe\b"), "the authors"), (re.compile(r"\bour\b"), "their"),
                  (re.compile(r"\bus\b"), "them"),
                  (re.compile(r"\bI ((?:also |then |further )?)(find|show|estimate|argue|document|use|develop|study|"
                              r"exploit|provide|examine|test|present|propose|construct|compare|identify|explore|"
                              r"investigate|measure|consider|demonstrate|conclude|assume|illustrate|derive|analyze|"
-                             r"characterize|model|focus|discuss|describe|introduce)\b"),
+                             r"characterize|model|focus|discuss|describe|introduce|evaluate|call|hope|comment|"
+                             r"review|survey|offer|suggest|emphasize|highlight|explain|extend|build|quantify|"
+                             r"calibrate|simulate|establish|obtain|report|trace|combine|apply|uncover)\b"),
                   lambda m: f"the author {m[1]}{third_singular(m[2])}"),
+                 # after a comma or a conjunction, "I" is the author whatever the verb ("because I had been
+                 # trained"), where "World War I had" is not
+                 (re.compile(r"([,;:] |\b(?:and|but|because|as|while|that|when|if|since|where|so|why|how|what|"
+                             r"whether) )"
+                             r"I (am|have|had|was|can|could|will|would|may|might|must|should|did|do)\b"),
+                  lambda m: f"{m[1]}the author {_SINGULAR_AUXILIARIES.get(m[2], m[2])}"),
                  (re.compile(r"\bmy\b"), "the author's"))  # fmt: skip
+
+
+# Past tenses that do not end in "-ed": a verb in the past agrees with any subject ("We found" -> "Lee found").
+_IRREGULAR_PAST = frozenset(("found", "made", "took", "saw", "thought", "had", "did", "was", "were", "got", "gave",
+                             "went", "came", "became", "began", "wrote", "knew", "felt", "led", "left", "kept",
+                             "met", "paid", "said", "sent", "spent", "told", "won", "built", "brought", "chose",
+                             "drew", "fell", "grew", "held", "lost", "meant", "rose", "sought", "taught",
+                             "understood", "ran"))  # fmt: skip
+
+
+def is_past_tense(verb: str) -> bool:
+    """'conducted', 'found' (not 'need', 'embed'): a form that stays whoever its subject."""
+    lower = verb.lower()
+    return lower in _IRREGULAR_PAST or (lower.endswith("ed") and not lower.endswith("eed") and lower != "embed")
 
 
 def third_singular(verb: str) -> str:

@@ -136,6 +136,16 @@ def test_a_link_to_a_finding_not_shown_is_dropped_between_the_authors_and_their_
     assert attributed(sentence, "Andrabi et al. (2024)") == shown
 
 
+def test_a_verb_in_the_past_stays_and_a_later_i_is_the_author() -> None:
+    assert attributed("We conducted a field experiment in Ghana.", "Lee (2001)") == (
+        "Lee (2001) conducted a field experiment in Ghana.")  # was "conducteds"
+    assert attributed("I found this list startling, because I had been trained as a psychologist.", "Lee (2001)") == (
+        "Lee (2001) found this list startling, because the author had been trained as a psychologist.")
+    assert attributed("In this essay, I explain why I am not persuaded.", "Lee (2001)") == (
+        "Lee (2001) explains why the author is not persuaded.")
+    assert attributed("We need a model of search.", "Lee (2001)") == "Lee (2001) needs a model of search."
+
+
 def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("We study why firms export.", "Lee (2001)") == "Lee (2001) studies why firms export."
     assert attributed("We establish that prices fall.", "Lee (2001)") == "Lee (2001) establishes that prices fall."
