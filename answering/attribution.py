@@ -41,6 +41,11 @@ _OWN_SUBJECT = re.compile(_OWN + r" (?P<noun>(?:(?:preferred|main|empirical|esti
                           r"framework|theory|simulations?|experiments?))(?= (?:shows?|suggests?|indicates?|implies|"
                           r"imply|reveals?|demonstrates?|predicts?|explains?|supports?|yields?|generates?|confirms?|"
                           r"highlights?|provides?|can|also|thus|therefore|accounts?)\b)", re.IGNORECASE)  # fmt: skip
+# "Our results contain …": "our" says whose, so any verb may follow (not a preposition: "Our results for X …").
+_OUR_SUBJECT = re.compile(r"^our (?P<noun>(?:(?:preferred|main|empirical|estimated|key|baseline|calibrated|simple) )?"
+                          r"(?:model|results?|estimates?|evidence|analysis|findings|framework|theory|simulations?|"
+                          r"experiments?))(?= (?!(?:of|for|in|on|from|with|and|or|to|at|by|that|which|as|across|over|"
+                          r"under|is|are|was|were)\b)[a-z]+\b)", re.IGNORECASE)  # fmt: skip
 # "Using X, we find that Y": an opening clause, then the authors' own verb (said once, by who found it).
 _LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors?|we|I)\s+(?P<verb>find|show|estimate|"
                            r"document|demonstrate|conclude|establish|confirm|illustrate|prove)\s+(?P<rest>.+)$",
@@ -86,7 +91,7 @@ _MODALS = frozenset(("can", "could", "may", "might", "must", "shall", "should", 
 # Leading subjects the generator writes for a paper, replaced by who found it.
 GENERIC_SUBJECT = re.compile(
     r"^(?:The authors|The author|The researchers|The study|The paper|This paper|This study|This article|"
-    r"The article|This research|This work|We|I|"
+    r"The article|This research|This work|This essay|This note|This lecture|This chapter|We|I|"
     r"It(?= (?:(?:then|also|further|first|finally) )?(?:shows|finds|argues|documents|demonstrates|suggests|"
     r"estimates|revisits|examines|analyzes|studies|develops|proposes|explores|discusses|reviews)\b)|"
     r"They(?= (?:find|show|argue|document|demonstrate|suggest|estimate)\b))\b\s*",
@@ -98,7 +103,8 @@ LINKING_OPENER = re.compile(
     r"However|Second|Third|First|Finally|Moreover|Furthermore|Additionally|Also|Further|Thus|Hence|"
     r"Therefore|Overall|In particular|Importantly|Consequently|As a result|"
     r"In the (?:first|second|third)(?: (?:part|half|experiment|study|paper))?|Second and finally|And|Yet|But|Still|"
-    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|Next|At the same time|Among other things|In sum|"
+    r"Nevertheless|Nonetheless|Specifically|Interestingly|Notably|Then|Next|Here|That is|At the same time|"
+    r"Among other things|In sum|"
     r"In summary|Taken together|On the other hand|In turn|Surprisingly|Strikingly|"
     r"In this (?:paper|article|study|note|essay))\s*,?\s+", re.IGNORECASE)  # fmt: skip
 
@@ -249,7 +255,7 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
     if results_say:  # "The results suggest that X" -> "Who find that X"
         rest = sentence[results_say.end():]
         return f"{who} {finds} that {third_person(rest)}"
-    own_subject = _OWN_SUBJECT.match(sentence)
+    own_subject = _OWN_SUBJECT.match(sentence) or _OUR_SUBJECT.match(sentence)
     if own_subject:  # "The model predicts X" -> "Who's model predicts X"; "The experiment also shows" -> "Who's
         # experiment shows": a link to a finding not shown, as "We also show" below
         rest = re.sub(r"^ (?:also|further|additionally|moreover)(?= [a-z])", "", sentence[own_subject.end():])
@@ -295,6 +301,8 @@ def _keeps_capital(text: str, abstract: str) -> bool:
     capitalises mid-sentence (a name)."""
     first = text.split(" ", 1)[0]
     if re.fullmatch(r"[A-Z][A-Za-z-]*['’]s", first):  # a capitalised possessive names someone: "Moody's and S&P"
+        return True
+    if re.match(r"[A-Z][A-Za-z-]* \(\d{4}[a-z]?\)", text):  # a name cited with its year: "Svensson (2006)"
         return True
     return (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
         rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip

@@ -136,6 +136,22 @@ def test_a_link_to_a_finding_not_shown_is_dropped_between_the_authors_and_their_
     assert attributed(sentence, "Andrabi et al. (2024)") == shown
 
 
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("Our results call into question the interpretation of gaps as loss aversion.",
+     "Lee's (2001) results call into question the interpretation of gaps as loss aversion."),
+    ("Our results for firms are mixed.", "Lee (2001) finds that their results for firms are mixed."),
+    ("This note responds to Bayer (2009).", "Lee (2001) responds to Bayer (2009)."),
+    ("Here, we compare the experimental estimates with two non-experimental ones.",
+     "Lee (2001) compares the experimental estimates with two non-experimental ones."),
+    ("That is, they may learn without new information.",
+     "Lee (2001) finds that they may learn without new information."),
+    ("Svensson (2006) argues that transparency helps.",
+     "Lee (2001) finds that Svensson (2006) argues that transparency helps."),
+])  # fmt: skip
+def test_the_papers_own_words_and_others_names_read_as_economists_write_them(sentence: str, expected: str) -> None:
+    assert attributed(sentence, "Lee (2001)", sentence) == expected
+
+
 def test_a_verb_in_the_past_stays_and_a_later_i_is_the_author() -> None:
     assert attributed("We conducted a field experiment in Ghana.", "Lee (2001)") == (
         "Lee (2001) conducted a field experiment in Ghana.")  # was "conducteds"
