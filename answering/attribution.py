@@ -62,7 +62,8 @@ _CLAUSE_AFTER_VERB = re.compile(r"^(?!(?:that|how|whether|why|what|when|which|wh
                                 r"(?:(?!(?:that|which|who)\b)[A-Za-z-]+ ){1,3}(?:is|are|was|were|has|have|had|can|"
                                 r"could|will|would|does|do|did|may|might|must|should)\b")  # fmt: skip
 # A lead that is a clause of its own ("X assume that Y, but we show …"), not an opening phrase ("Using X, …").
-_CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so)$", re.IGNORECASE)
+_CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so|as|since|because|if|when|than)$",
+                          re.IGNORECASE)  # fmt: skip
 # A second reporting verb of the same subject ("… and find").
 _SECOND_VERB = re.compile(r"\b(and|then) ([a-z]+)\b")
 _FINDING_VERBS = frozenset(("find", "show", "estimate", "document", "demonstrate", "conclude", "argue"))

@@ -59,6 +59,8 @@ def test_attribution_reads_as_economists_write_it() -> None:
      "Coile and Levine (2011) find, in a new dataset, that retirement contributions are not sensitive to fees."),
     ("Using census data, we estimate an elasticity that is close to one.",
      "Coile and Levine (2011) estimate, using census data, an elasticity that is close to one."),
+    ("Our measures are easy to use, as we illustrate through empirical applications.",
+     "Their measures are easy to use, as Coile and Levine (2011) illustrate through empirical applications."),
     ("Using both analyses, we find an economically and statistically significant effect.",
      "Coile and Levine (2011) find, using both analyses, an economically and statistically significant effect."),
 ])  # fmt: skip
