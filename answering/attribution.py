@@ -83,7 +83,9 @@ _AUTHORS_AGAIN = re.compile(r"(?<=[,;] )(?P<and>and )?the authors\b(?!['’])(?:
 # Adverbs a subject's verb may follow ("The authors then present …").
 _ADVERBS = frozenset(("then", "also", "further", "first", "finally", "next", "instead", "additionally", "here",
                       "thus", "therefore", "now", "empirically", "theoretically", "formally", "explicitly",
-                      "directly", "jointly", "separately", "still"))  # fmt: skip
+                      "directly", "jointly", "separately", "still", "hence"))  # fmt: skip
+# Verbs that end like an adverb: any other "-ly" word before the verb is one ("We critically discuss").
+_LY_VERBS = frozenset(("apply", "rely", "supply", "reply", "imply", "comply", "multiply", "ally", "rally", "tally"))
 # Subjects whose verb is in its base form ("We make the case …"): after a single author any verb agrees, not only
 # a reporting verb ("Swartz makes the case …").
 _BASE_FORM_SUBJECT = re.compile(r"^(?:We|I|The authors|The researchers|They)\b", re.IGNORECASE)
@@ -156,25 +158,41 @@ def _second_agreeing(match: re.Match[str], clause: str) -> str:
 def _agreeing(rest: str, singular: bool, base_form: bool = False) -> str:
     """'find that …' -> 'finds that …' after a single author; other words stay, but for any verb that followed
     "We" or "I" (`base_form`: "make the case" -> "makes the case", "are unable" -> "is unable")."""
-    verb, _, tail = rest.partition(" ")
-    if verb.lower() in _ADVERBS and tail:  # the verb is the word after the adverb
-        return f"{verb} {_agreeing(tail, singular, base_form)}"
+    word, _, tail = rest.partition(" ")
+    if tail and (word.lower() in _ADVERBS or (word.endswith("ly") and word.isalpha() and word.islower()
+                                               and word not in _LY_VERBS)):  # the verb is the word after the adverb
+        return f"{word} {_agreeing(tail, singular, base_form)}"
+    verb = word.rstrip(",:;")  # "We find: 1) …", "as we illustrate, …": the verb without its punctuation
+    punctuation = word[len(verb):]
     if singular and base_form and verb.isalpha() and verb.islower() and verb not in REPORTING_VERBS | _MODALS \
             and not is_past_tense(verb):  # "We conducted" -> "Lee conducted", not "conducteds"
         verb = _SINGULAR_FORMS.get(verb, third_singular(verb))
+        tail = _second_verb_agreeing(tail, punctuation)  # "call this X and argue that Y" -> "… and argues"
     elif singular and verb.lower() in REPORTING_VERBS:
         verb = third_singular(verb)
-        # "measure X and find that Y": the second verb agrees too (before the first "that": still the subject's)
-        clause, that, after = tail.partition(" that ")
-        tail = _SECOND_VERB.sub(lambda m: _second_agreeing(m, clause), clause) + that + after
+        tail = _second_verb_agreeing(tail, punctuation)
     elif not singular and not base_form:  # "It revisits X and studies Y" -> "Smith and Jones (2001) revisit X and
         # study Y": a single subject's verbs, said of several
         verb = _plural(verb)
         clause, that, after = tail.partition(" that ")
         tail = _SECOND_THIRD_SINGULAR.sub(lambda m: _second_plural(m, clause), clause) + that + after
-    return f"{verb} {tail}".rstrip()
+    return f"{verb}{punctuation} {tail}".rstrip()
 
 
+def _second_verb_agreeing(tail: str, punctuation: str = "") -> str:
+    """"measure X and find that Y" after a single author: the second verb agrees too (before the first "that": still
+    the subject's). `punctuation`: what followed the first verb ("develop, estimate, and test": ",")."""
+    if punctuation:
+        return _second_verb_agreeing(f"{punctuation} {tail}")[len(punctuation) + 1:]
+    clause, that, after = tail.partition(" that ")
+    # "develop, estimate, and test X": the verbs listed before the "and" agree too
+    clause = _LISTED_VERBS.sub(lambda m: ", ".join(third_singular(verb) if verb in REPORTING_VERBS else verb
+                                                   for verb in m[0].split(", ")), clause, count=1)  # fmt: skip
+    return _SECOND_VERB.sub(lambda m: _second_agreeing(m, clause), clause) + that + after
+
+
+# The verbs a list names between the first and its "and" ("develops, identify, and estimate": ", identify").
+_LISTED_VERBS = re.compile(r"^(?:, [a-z]+)+(?=,? and )")
 # A second verb of the same subject, perhaps after an adverb ("advances and empirically establishes").
 _SECOND_THIRD_SINGULAR = re.compile(r"\b(and|then) ((?:[a-z]+ly )?)([a-z]+s)\b")
 # Said of a paper ("Smith and Lee (2001) is the first to …"), as economists write it: these stay.

@@ -154,6 +154,22 @@ def test_the_papers_own_words_and_others_names_read_as_economists_write_them(sen
     assert attributed(sentence, "Lee (2001)", sentence) == expected
 
 
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("We experimentally test for the endowment effect.", "Lee (2001) experimentally tests for the endowment effect."),
+    ("We hence compute forward rates.", "Lee (2001) hence computes forward rates."),
+    ("We develop, estimate, and test a model of oligopsony.", "Lee (2001) develops, estimates, and tests a model of "
+     "oligopsony."),
+    ("We call this phenomenon task juggling and argue that it is pervasive.",
+     "Lee (2001) calls this phenomenon task juggling and argues that it is pervasive."),
+    ("We find: 1) workers take up more training.", "Lee (2001) finds: 1) workers take up more training."),
+    ("We apply the model to Sweden.", "Lee (2001) applies the model to Sweden."),
+])  # fmt: skip
+def test_a_single_authors_verbs_agree_after_an_adverb_in_a_list_and_before_punctuation(sentence: str,
+                                                                                       expected: str) -> None:
+    # "experimentallies", "develops, estimate, and tests", "find: 1)" before
+    assert attributed(sentence, "Lee (2001)") == expected
+
+
 def test_a_verb_in_the_past_stays_and_a_later_i_is_the_author() -> None:
     assert attributed("We conducted a field experiment in Ghana.", "Lee (2001)") == (
         "Lee (2001) conducted a field experiment in Ghana.")  # was "conducteds"
