@@ -35,9 +35,9 @@ _OPEN_MARKER = re.compile(r"\[[\d,\s]*$")
 HOLD_WORDS = 10  # a finding with a fallback is shown once its first HOLD_WORDS words are known not to decline
 # "indexed" alone at the window's end: its "abstracts" may be the first word after it.
 _DECLINE = re.compile(r"\bindexed( abstracts?\b|$)|\bdo not answer this question\b")
+_SINGULAR_AUXILIARIES = {"am": "is", "have": "has", "do": "does"}
 # "I" opening a sentence, or later before a verb of research ("while I find"): elsewhere it may be a numeral
 # ("Type I errors", "World War I").
-_SINGULAR_AUXILIARIES = {"am": "is", "have": "has", "do": "does"}
 _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b"), "Their"),
                  (re.compile(r"\bwe\b"), "the authors"), (re.compile(r"\bour\b"), "their"),
                  (re.compile(r"\bus\b"), "them"),
