@@ -36,16 +36,14 @@ _RESULTS_SAY = re.compile(_OWN + r" (?:(?:preferred|main|empirical|key|overall|c
                           r"confirms?|is|are) that\s+", re.IGNORECASE)  # fmt: skip
 # "The model predicts X", "The results suggest X": the paper's own model or results, whose by name ("Banzhaf and
 # Walsh's (2008) model predicts X"): "find that" would turn a model's prediction into a finding.
-_OWN_SUBJECT = re.compile(_OWN + r" (?P<noun>(?:(?:preferred|main|empirical|estimated|key|"
-                          r"baseline|calibrated|simple) )?(?:model|results?|estimates?|evidence|analysis|findings|"
-                          r"framework|theory|simulations?|experiments?))(?= (?:shows?|suggests?|indicates?|implies|"
+_OWN_NOUN = (r"(?:(?:preferred|main|empirical|estimated|key|baseline|calibrated|simple) )?(?:model|results?|"
+             r"estimates?|evidence|analysis|findings|framework|theory|simulations?|experiments?)")
+_OWN_SUBJECT = re.compile(_OWN + rf" (?P<noun>{_OWN_NOUN})(?= (?:shows?|suggests?|indicates?|implies|"
                           r"imply|reveals?|demonstrates?|predicts?|explains?|supports?|yields?|generates?|confirms?|"
                           r"highlights?|provides?|can|also|thus|therefore|accounts?)\b)", re.IGNORECASE)  # fmt: skip
 # "Our results contain …": "our" says whose, so any verb may follow (not a preposition: "Our results for X …").
-_OUR_SUBJECT = re.compile(r"^our (?P<noun>(?:(?:preferred|main|empirical|estimated|key|baseline|calibrated|simple) )?"
-                          r"(?:model|results?|estimates?|evidence|analysis|findings|framework|theory|simulations?|"
-                          r"experiments?))(?= (?!(?:of|for|in|on|from|with|and|or|to|at|by|that|which|as|across|over|"
-                          r"under|is|are|was|were)\b)[a-z]+\b)", re.IGNORECASE)  # fmt: skip
+_OUR_SUBJECT = re.compile(rf"^our (?P<noun>{_OWN_NOUN})(?= (?!(?:of|for|in|on|from|with|and|or|to|at|by|that|"
+                          r"which|as|across|over|under|is|are|was|were)\b)[a-z]+\b)", re.IGNORECASE)  # fmt: skip
 # "Using X, we find that Y": an opening clause, then the authors' own verb (said once, by who found it).
 _LEAD_THEN_WE = re.compile(r"^(?P<lead>[^.;]{8,200}?),?\s+(?:the authors?|we|I)\s+(?P<verb>find|show|estimate|"
                            r"document|demonstrate|conclude|establish|confirm|illustrate|prove)\s+(?P<rest>.+)$",
