@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from answering.compose import is_past_tense, third_person, third_singular
+from answering.compose import SINGULAR_FORMS, is_past_tense, third_person, third_singular
 from corpus.authors import people
 
 # A passage marker in a finding ("[1]", "[2, 3]"): not a word of it.
@@ -87,7 +87,6 @@ _LY_VERBS = frozenset(("apply", "rely", "supply", "reply", "imply", "comply", "m
 # Subjects whose verb is in its base form ("We make the case …"): after a single author any verb agrees, not only
 # a reporting verb ("Swartz makes the case …").
 _BASE_FORM_SUBJECT = re.compile(r"^(?:We|I|The authors|The researchers|They)\b", re.IGNORECASE)
-_SINGULAR_FORMS = {"are": "is", "have": "has", "do": "does", "were": "was"}
 _MODALS = frozenset(("can", "could", "may", "might", "must", "shall", "should", "will", "would", "cannot", "did"))
 # Leading subjects the generator writes for a paper, replaced by who found it.
 GENERIC_SUBJECT = re.compile(
@@ -164,7 +163,7 @@ def _agreeing(rest: str, singular: bool, base_form: bool = False) -> str:
     punctuation = word[len(verb):]
     if singular and base_form and verb.isalpha() and verb.islower() and verb not in REPORTING_VERBS | _MODALS \
             and not is_past_tense(verb):  # "We conducted" -> "Lee conducted", not "conducteds"
-        verb = _SINGULAR_FORMS.get(verb, third_singular(verb))
+        verb = SINGULAR_FORMS.get(verb, third_singular(verb))
         tail = _second_verb_agreeing(tail, punctuation)  # "call this X and argue that Y" -> "… and argues"
     elif singular and verb.lower() in REPORTING_VERBS:
         verb = third_singular(verb)
@@ -230,7 +229,7 @@ def _named_again(match: re.Match[str], who: str, singular: bool) -> str:
     if not singular:
         return match[0].replace("the authors", "they")
     if verb is not None and verb not in _MODALS:
-        verb = _SINGULAR_FORMS.get(verb, third_singular(verb))
+        verb = SINGULAR_FORMS.get(verb, third_singular(verb))
     return f"{match['and'] or ''}{who.split(' (')[0]}{'' if verb is None else ' ' + verb}"
 
 

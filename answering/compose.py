@@ -35,7 +35,8 @@ _OPEN_MARKER = re.compile(r"\[[\d,\s]*$")
 HOLD_WORDS = 10  # a finding with a fallback is shown once its first HOLD_WORDS words are known not to decline
 # "indexed" alone at the window's end: its "abstracts" may be the first word after it.
 _DECLINE = re.compile(r"\bindexed( abstracts?\b|$)|\bdo not answer this question\b")
-_SINGULAR_AUXILIARIES = {"am": "is", "have": "has", "do": "does"}
+# A base-form verb as a single author's, where it is no "-s" form ("We have" -> "Lee has", "I am" -> "the author is").
+SINGULAR_FORMS = {"am": "is", "are": "is", "have": "has", "do": "does", "were": "was"}
 # "I" opening a sentence, or later before a verb of research ("while I find"): elsewhere it may be a numeral
 # ("Type I errors", "World War I").
 _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b"), "Their"),
@@ -53,7 +54,7 @@ _FIRST_PERSON = ((re.compile(r"^(We|I)\b"), "The authors"), (re.compile(r"^Our\b
                  (re.compile(r"([,;:] |\b(?:and|but|because|as|while|that|when|if|since|where|so|why|how|what|"
                              r"whether) )"
                              r"I (am|have|had|was|can|could|will|would|may|might|must|should|did|do)\b"),
-                  lambda m: f"{m[1]}the author {_SINGULAR_AUXILIARIES.get(m[2], m[2])}"),
+                  lambda m: f"{m[1]}the author {SINGULAR_FORMS.get(m[2], m[2])}"),
                  (re.compile(r"\bmy\b"), "the author's"))  # fmt: skip
 
 

@@ -187,6 +187,7 @@ def test_a_single_authors_verb_agrees_whatever_its_ending() -> None:
     assert attributed("I make the case for public reinsurance.", "Swartz (2003)") == (
         "Swartz (2003) makes the case for public reinsurance.")
     assert attributed("We are unable to reject equality.", "Lee (2001)") == "Lee (2001) is unable to reject equality."
+    assert attributed("I am unable to reject equality.", "Lee (2001)") == "Lee (2001) is unable to reject equality."
     assert attributed("We here have a proof.", "Lee (2001)") == "Lee (2001) here has a proof."
     assert attributed("We cannot reject equality.", "Lee (2001)") == "Lee (2001) cannot reject equality."
     assert attributed("We make the case for it.", "Lee and Kim (2001)") == "Lee and Kim (2001) make the case for it."
