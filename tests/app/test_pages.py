@@ -365,35 +365,33 @@ def test_dark_mode_and_a_390_px_phone(browser, live_server) -> None:
         browser.set_window_size(1280, 1000)
 
 
+def marked_passage(driver, base: str, text: str, supporting: list[str]) -> list[list]:
+    """Passage 1 with `text`, its `supporting` sentences highlighted: each of its card's texts as [marks, text]."""
+    driver.get(f"{base}/")
+    return driver.execute_script("""
+        const [text, supporting] = arguments;
+        renderPassages([{number: 1, text,
+                         document: {title: "A paper", date: null, year: 2001, authors: [], doi: null}}]);
+        highlightSupport(supporting.map((sentence) => ({passage: 1, supporting_sentence: sentence})));
+        return Array.from(document.querySelectorAll("#passage-1 .passage-text"),
+                          (shown) => [Array.from(shown.querySelectorAll("mark"), (mark) => mark.textContent),
+                                      shown.textContent]);
+    """, text, supporting)
+
+
 def test_every_supporting_sentence_of_a_passage_is_marked_whatever_the_answers_order(browser, live_server) -> None:
     # A finding's second sentence can come before its first in the abstract; both are marked, in the passage.
     base, _ = live_server()
-    browser.get(f"{base}/")
-    marked = browser.execute_script("""
-        renderPassages([{number: 1, text: "Prices fell. Wages rose by 4 percent. Rents were flat.",
-                         document: {title: "A paper", date: null, year: 2001, authors: [], doi: null}}]);
-        highlightSupport([{passage: 1, supporting_sentence: "Rents were flat."},
-                          {passage: 1, supporting_sentence: "Wages rose by 4 percent."}]);
-        const text = document.querySelector("#passage-1 .passage-text");
-        return [Array.from(text.querySelectorAll("mark"), (mark) => mark.textContent), text.textContent];
-    """)
-    assert marked == [["Wages rose by 4 percent.", "Rents were flat."],
-                      "Prices fell. Wages rose by 4 percent. Rents were flat."]
+    marked = marked_passage(browser, base, "Prices fell. Wages rose by 4 percent. Rents were flat.",
+                            ["Rents were flat.", "Wages rose by 4 percent."])
+    assert marked == [[["Wages rose by 4 percent.", "Rents were flat."],
+                       "Prices fell. Wages rose by 4 percent. Rents were flat."]]
 
 
 def test_a_supporting_sentence_outside_the_retrieved_chunk_is_shown_marked_after_it(browser, live_server) -> None:
     # Findings come from the whole abstract; the passage card shows only the retrieved chunk.
     base, _ = live_server()
-    browser.get(f"{base}/")
-    shown = browser.execute_script("""
-        renderPassages([{number: 1, text: "Prices fell. Wages rose by 4 percent.",
-                         document: {title: "A paper", date: null, year: 2001, authors: [], doi: null}}]);
-        highlightSupport([{passage: 1, supporting_sentence: "Wages rose by 4 percent."},
-                          {passage: 1, supporting_sentence: "Rents doubled in 12 cities."}]);
-        const item = document.querySelector("#passage-1");
-        return Array.from(item.querySelectorAll(".passage-text"),
-                          (text) => [Array.from(text.querySelectorAll("mark"), (mark) => mark.textContent),
-                                     text.textContent]);
-    """)
+    shown = marked_passage(browser, base, "Prices fell. Wages rose by 4 percent.",
+                           ["Wages rose by 4 percent.", "Rents doubled in 12 cities."])
     assert shown == [[["Wages rose by 4 percent."], "Prices fell. Wages rose by 4 percent."],
                      [["Rents doubled in 12 cities."], "Elsewhere in its abstract: Rents doubled in 12 cities."]]
