@@ -110,7 +110,17 @@ def unfaithful_specifics(finding: str, abstract: str, title: str = "") -> list[s
     missing = [number for number in numbers_of(finding) if number not in source_numbers]
     missing += [name for name in names_of(finding)
                 if not re.search(rf"(?<![A-Za-z]){re.escape(name)}", source)]  # fmt: skip
+    missing += lowered_acronyms(finding, source)
     return list(dict.fromkeys(missing))
+
+
+def lowered_acronyms(finding: str, source: str) -> list[str]:
+    """The source's acronyms that the finding writes in lower case ("US$18" generated as "us$18", which then reads
+    as the first person's "us"): words the source has only in capitals."""
+    source_words = _WORD.findall(source)
+    acronyms = {word.lower() for word in source_words if len(word) > 1 and word.isupper()}
+    acronyms -= {word for word in source_words if word.islower()}
+    return [word for word in _WORD.findall(CITATION.sub("", finding)) if word.islower() and word in acronyms]
 
 
 _ENDINGS = ("s", "es", "d", "ed")

@@ -31,6 +31,19 @@ def test_a_miscopied_number_year_or_name_is_caught_and_exact_ones_pass() -> None
     assert unfaithful_specifics("Wages fell [3].", ABSTRACT) == []
 
 
+def test_an_acronym_written_in_lower_case_is_caught_and_falls_back_to_the_abstracts_sentence() -> None:
+    # the generator wrote "(us$18)" for "(US$18)", which the third person then read as "them$18"
+    abstract = ("Using a field experiment in Uganda, we compare cash to a digital account. Women on the digital "
+                "account had 15 percent higher (US$18) profits than those paid in cash.")  # fmt: skip
+    generated = "Women on the digital account had 15 percent higher (us$18) profits than those paid in cash."
+    assert unfaithful_specifics(generated, abstract) == ["us"]
+    assert unfaithful_specifics(generated.replace("us$", "US$"), abstract) == []
+    shown = finished_finding(generated, abstract, "", "Riley (2024)", sentences_of(abstract)[1])
+    assert "(US$18)" in shown and "them" not in shown
+    # where the abstract says "us" in lower case too, a lower-case "us" is not a miscopied acronym
+    assert unfaithful_specifics("The data let us see profits.", "US firms. The data let us see profits.") == []
+
+
 def test_a_glued_swapped_or_reformed_word_is_caught_and_who_found_it_is_not() -> None:
     abstract = ("We derive conditions for when it is efficient to prohibit side payments. Higher leverage implies "
                 "larger output losses in the parties’ view.")  # fmt: skip
