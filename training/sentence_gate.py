@@ -109,13 +109,15 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_PATH)
     parser.add_argument("--aer-index", type=Path, default=REPO_ROOT / "var" / "index")
+    parser.add_argument("--sentence-judge", type=Path, default=SentenceJudgeSettings().model_dir,
+                        help="the sentence judge's model directory")
     parser.add_argument("--write", action="store_true", help="store the chosen bars in the model file")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     model = AnswerabilityModel.load(args.model)
-    sentence_judge = SentenceJudge.load(SentenceJudgeSettings(), "cpu")
+    sentence_judge = SentenceJudge.load(SentenceJudgeSettings(model_dir=args.sentence_judge), "cpu")
     if sentence_judge is None:
         raise SystemExit("No sentence judge (train one: python -m training.sentence_judge).")
     index = PublishedIndex.load(args.aer_index, device="cpu")

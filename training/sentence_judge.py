@@ -13,12 +13,18 @@ loss on sentences:
   * paraphrase the 1,800 written paraphrase questions' `answer_sentences` (not labelled finding/method): positives
                and the rest negatives, weight 0.5 (their labels are coarser);
   * near miss  a contrast question written for an abstract it does not answer: every sentence a negative;
-  * neighbour  the sentences of the nearest other abstract of a paraphrase question: negatives.
+  * neighbour  the sentences of the nearest other abstract of a paraphrase question: negatives;
+  * topical    with --off-topic N, the written topical questions (several abstracts answer each in part, every
+               neighbour was read): the finding sentences of each answering abstract positive, its other
+               sentences negatives at half weight, and every sentence of up to N neighbours read and judged not to
+               answer as negatives (on the topic, often with results of their own, but not results that answer:
+               the papers a broad answer must leave out).
 
 Pairs of abstracts in the validation split (training/sentences/dataset.py) are held out and reported: how often
-the top-scored sentence is a finding, the best one, or a method sentence.
+the top-scored sentence is a finding, the best one, or a method sentence; and on the held-out written topical
+questions, how well a paper's best sentence tells the abstracts that answer from the neighbours that do not.
 
-    python -m training.sentence_judge [--steps 1400] [--out models/weights/sentence-judge]
+    python -m training.sentence_judge [--steps 1400] [--off-topic 0] [--out models/weights/sentence-judge]
 """
 
 from __future__ import annotations
@@ -86,7 +92,35 @@ def written_questions() -> dict[str, str]:
     return asked
 
 
-def training_pairs(labels: list[SentenceLabels], corpus: dict[str, Document], index) -> list[SentencePair]:
+def topical_pairs(corpus: dict[str, Document], held_out_docs: set[str], off_topic: int, seed: int
+                  ) -> list[SentencePair]:  # fmt: skip
+    """The written topical questions of the training split, sentence by sentence (see the module's docstring)."""
+    from training.questions.dataset import load_topicals
+
+    rng = random.Random(seed)
+    pairs = []
+    for question in load_topicals():
+        if question.is_validation:
+            continue
+        for doc_id, numbers in question.findings:
+            document = corpus.get(doc_id)
+            if document is None or doc_id in held_out_docs:
+                continue
+            for number, sentence in enumerate(sentences_of(document)):
+                answers = number in numbers
+                pairs.append(SentencePair(question.question, passage_text(document.title, sentence), int(answers),
+                                          "topical", 1.0 if answers else 0.5))  # fmt: skip
+        judged_out = [d for d in question.judged if d not in question.relevant and d in corpus
+                      and d not in held_out_docs]  # fmt: skip
+        for doc_id in rng.sample(judged_out, min(off_topic, len(judged_out))):
+            document = corpus[doc_id]
+            pairs += [SentencePair(question.question, passage_text(document.title, s), 0, "topical off-topic")
+                      for s in sentences_of(document)]  # fmt: skip
+    return pairs
+
+
+def training_pairs(labels: list[SentenceLabels], corpus: dict[str, Document], index, off_topic: int = 0,
+                   seed: int = 0) -> list[SentencePair]:  # fmt: skip
     """Every pair of the training split: labelled sentences, then the coarser written questions."""
     questions = written_questions()
     held_out_docs = {label.doc_id for label in labels if label.is_validation}
@@ -111,6 +145,8 @@ def training_pairs(labels: list[SentenceLabels], corpus: dict[str, Document], in
         if document is not None and document.doc_id not in held_out_docs:
             pairs += [SentencePair(near_miss.question, passage_text(document.title, s), 0, "near miss")
                       for s in sentences_of(document)]  # fmt: skip
+    if off_topic:
+        pairs += topical_pairs(corpus, held_out_docs, off_topic, seed)
     return pairs
 
 
@@ -134,6 +170,36 @@ def validate(model: torch.nn.Module, tokenizer, labels: list[SentenceLabels], co
             "top_is_best": round(top_best / count, 3), "top_is_method": round(top_method / count, 3)}  # fmt: skip
 
 
+@torch.no_grad()
+def validate_topical(model: torch.nn.Module, tokenizer, corpus: dict[str, Document]) -> dict[str, float]:
+    """On the held-out written topical questions: does a paper's best sentence score tell the abstracts that
+    answer from the on-topic neighbours that do not? The share of (answering, not answering) pairs of a question's
+    judged abstracts ordered rightly (ROC AUC within questions, pooled), and how often the top paper answers."""
+    from training.questions.dataset import load_topicals
+
+    model.eval()
+    ordered = pairs = top_answers = questions = 0
+    for question in load_topicals():
+        judged = [d for d in question.judged if d in corpus]
+        if not question.is_validation or not judged:
+            continue
+        best = {}
+        for doc_id in judged:
+            document = corpus[doc_id]
+            shown = [passage_text(document.title, s) for s in sentences_of(document)]
+            encoded = tokenizer([question.question] * len(shown), shown, truncation="only_second",
+                                max_length=MAX_LENGTH, padding=True, return_tensors="pt")  # fmt: skip
+            best[doc_id] = float(model(**encoded).max())
+        answering = [best[d] for d in judged if d in question.relevant]
+        others = [best[d] for d in judged if d not in question.relevant]
+        ordered += sum((a > o) + 0.5 * (a == o) for a in answering for o in others)
+        pairs += len(answering) * len(others)
+        top_answers += max(judged, key=best.__getitem__) in question.relevant
+        questions += 1
+    return {"topical_questions": questions, "topical_paper_auc": round(ordered / max(1, pairs), 3),
+            "topical_top_answers": round(top_answers / max(1, questions), 3)}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.sentence_judge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -147,6 +213,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="aer-rag-sentence-judge-L3")
     parser.add_argument("--easy-share", type=float, default=0.35,
                         help="share of the neighbour and near-miss negatives kept (the labelled sentences all are)")
+    parser.add_argument("--off-topic", type=int, default=0,
+                        help="train on the written topical questions too, with this many neighbours judged not to "
+                             "answer each as negatives (0: without them, as the shipped model; docs/answering.md "
+                             "measures 3)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
@@ -156,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus = load_training_corpus()
     labels = load_sentence_labels()
     questions = written_questions()
-    pairs = training_pairs(labels, corpus, training_index())
+    pairs = training_pairs(labels, corpus, training_index(), args.off_topic, args.seed)
     rng = random.Random(args.seed)
     pairs = [p for p in pairs if p.source not in ("neighbour", "near miss") or rng.random() < args.easy_share]
     counts = {source: sum(p.source == source for p in pairs) for source in dict.fromkeys(p.source for p in pairs)}
@@ -164,11 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = load_tokenizer()
     encoder = SegmentPoolingCrossEncoder.load(args.init)
     held_out = [label for label in labels if label.is_validation]
-    log.info("before: %s", validate(encoder, tokenizer, held_out, corpus, questions))
+    log.info("before: %s", validate(encoder, tokenizer, held_out, corpus, questions)
+             | validate_topical(encoder, tokenizer, corpus))
     judge = AffineJudge(encoder, scale=1.0, shift=0.0)
     losses = train(judge, tokenizer, pairs, args.steps, args.batch_size, args.learning_rate, MAX_LENGTH, args.seed)
     folded = judge.folded()
-    figures = validate(folded, tokenizer, held_out, corpus, questions)
+    figures = validate(folded, tokenizer, held_out, corpus, questions) | validate_topical(folded, tokenizer, corpus)
     log.info("after: %s", figures)
     args.out.mkdir(parents=True, exist_ok=True)
     folded.save(args.out)

@@ -59,12 +59,14 @@ class UnanswerableQuestion:
 
 @dataclass(frozen=True)
 class TopicalQuestion:
-    """A question several abstracts answer in part; every abstract in `judged` was read, `relevant` answer it."""
+    """A question several abstracts answer in part; every abstract in `judged` was read, `relevant` answer it,
+    each with the numbers of the sentences that state its finding (`findings`)."""
 
     question_id: str
     question: str
     relevant: tuple[str, ...]
     judged: tuple[str, ...]
+    findings: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def is_validation(self) -> bool:
@@ -124,7 +126,8 @@ def load_unanswerables(questions_dir: Path = QUESTIONS_DIR) -> list[Unanswerable
 
 def load_topicals(questions_dir: Path = QUESTIONS_DIR) -> list[TopicalQuestion]:
     return [
-        TopicalQuestion(r["id"], r["question"], tuple(r["relevant"]), tuple(r["judged"]))
+        TopicalQuestion(r["id"], r["question"], tuple(r["relevant"]), tuple(r["judged"]),
+                        tuple((doc_id, tuple(numbers)) for doc_id, numbers in r["findings"].items()))
         for r in _records(questions_dir / "topical")
     ]
 
