@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -155,14 +156,18 @@ class AnswerabilityVerdict:
         return self.coverage != "not_covered"
 
 
-def published_before(verdict: AnswerabilityVerdict, years: Sequence[int | None], named_year: int | None
-                     ) -> AnswerabilityVerdict:  # fmt: skip
+def published_before(verdict: AnswerabilityVerdict, years: Sequence[int | None], named_year: int | None,
+                     texts: Sequence[str] = ()) -> AnswerabilityVerdict:  # fmt: skip
     """The decision less the papers published before the earliest year the question names: a 2013 paper on the 2008
     tax rebates does not report what households did with the 2020 stimulus checks. `years`: each judged passage's
-    publication year (None: unknown, kept). With no answering paper left, the question is declined."""
+    publication year (None: unknown, kept); `texts`: each one's title and abstract, where a paper that names the year
+    itself speaks of it and is kept (a 2024 paper on leases that end "after 2047"). With no answering paper left,
+    the question is declined."""
     if named_year is None or not verdict.answers:
         return verdict
-    kept = tuple(p for p in verdict.answering if years[p] is None or years[p] >= named_year)
+    names_it = re.compile(rf"(?<!\d){named_year}(?!\d)")
+    kept = tuple(p for p in verdict.answering if years[p] is None or years[p] >= named_year
+                 or (p < len(texts) and names_it.search(texts[p])))  # fmt: skip
     if kept == verdict.answering:
         return verdict
     if not kept:

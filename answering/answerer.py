@@ -314,7 +314,8 @@ class Answerer:
                     weighed = self.sentences.weigh(question.query, hits, verdict.answering)
                 verdict = sharpened(verdict, weighed, self.sentence_bars)
             verdict = published_before(verdict, [hit.document.year for hit in hits],
-                                       earliest_named_year(resolved.retrieval_query))  # fmt: skip
+                                       earliest_named_year(resolved.retrieval_query),
+                                       [f"{hit.document.title}\n{hit.document.abstract}" for hit in hits])  # fmt: skip
             if not verdict.answers:
                 return prepared(findings=(), verdict=verdict, notes=(*notes, declined_note(verdict)))
             chosen = list(verdict.answering)

@@ -198,6 +198,14 @@ def test_papers_published_before_the_year_a_question_names_leave_the_answer() ->
     assert published_before(verdict, years, 2010) == verdict
 
 
+def test_a_paper_that_names_the_questions_year_itself_speaks_of_it_and_stays() -> None:
+    verdict = AnswerabilityVerdict("covered", 0.9, "judged", answering=(0, 1))
+    texts = ["Leases that may not be extended after 2047 in Hong Kong sell at a discount.",
+             "Home prices fell by 20470 dollars in 2010."]  # fmt: skip
+    assert published_before(verdict, [2024, 2013], 2047, texts).answering == (0,)
+    assert published_before(verdict, [2024, 2013], 2047).coverage == "not_covered"
+
+
 def test_a_question_whose_answering_papers_all_predate_its_year_is_declined() -> None:
     hedge = AnswerabilityVerdict("partial", 0.5, "in between", answering=(0,))
     declined = published_before(hedge, [2013], 2020)
