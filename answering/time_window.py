@@ -9,7 +9,11 @@ Relative words ("recent", "the last decade") count back from `latest_year`, the 
 same question means the same window whatever the clock says. An explicit year beats a relative word ("Recent work
 (2020 or later)" means 2020 or later). A year that names the topic is not a window: one after "the" or used as a
 modifier ("the 2008 financial crisis", "the 2000s housing boom"), one after a data or event noun ("data from
-2010", "the reform in 2006"), and one after "during" (a period studied, not one published in: no pattern has it).
+2010", "the reform in 2006"), one after "during" (a period studied, not one published in: no pattern has it), and
+one no paper can have been published in: before the journal's first volume ("as industrial cities did in the
+1800s"), or after this year following a word of the topic ("leases that may not be renewed after 2047"; "papers
+after 2030" asks for papers, and is declined for it). "Recent" is a window when it qualifies the
+research ("recent work", "recently found"), not when it qualifies the topic ("recent American growth").
 Explicit filters given with the request win over the words; that is for the caller to apply.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 
 
 def _words(text: str) -> frozenset[str]:
@@ -29,6 +34,10 @@ ON = r"on(?=\s*(?:[,.;:?!)]|and\b|$))"  # "from 2022 on, ..." but not "from 2022
 NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
                 "ten": 10, "fifteen": 15, "twenty": 20, "few": 5, "several": 5}  # fmt: skip
 RECENT_YEARS = 10  # "recent": the corpus's last ten years
+FIRST_VOLUME = 1911  # the American Economic Review's first year: no window of its papers ends before it
+# What "recent" qualifies when it means the research, not the topic ("recent evidence", not "recent growth").
+RESEARCH_NOUNS = _words("""work works research studies study papers paper evidence literature findings results
+articles article publications contributions estimates aer economics""")
 
 # Words that may follow a window without making its year a modifier of a topic noun ("since 2015, studies ...",
 # "in 2019?" or "before 2010 did ..."). Any other word right after the year means the year names the topic.
@@ -66,7 +75,7 @@ _RELATIVE = re.compile(
     r"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+"
     r"(?:(\d{1,2}|[a-z]+)\s+)?(years?|decades?)\b"
 )
-_RECENT = re.compile(r"\b(?:most\s+)?(?:recent(?:ly)?|lately)\b")
+_RECENT = re.compile(r"\b(?:most\s+)?(?:recent(?:ly)?|lately)\b(?:\s+([a-z]+))?(?:\s+([a-z]+))?")
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,7 @@ def parse_time_window(question: str, latest_year: int) -> TimeWindow | None:
             if _names_topic(text, match.start(), match.end()):
                 continue
             bounds = _bounds(kind, [g for g in match.groups()])
-            if bounds is not None:
+            if bounds is not None and not _impossible_of_the_topic(text, match.start(), *bounds):
                 found.append((match.start(), match.end(), *bounds))
                 taken.append((match.start(), match.end()))
     relative = False
@@ -130,6 +139,18 @@ def _decade(full: str | None, short: str | None) -> int:
     return 1900 + two if two >= 30 else 2000 + two  # "the 90s" is 1990, "the 10s" 2010
 
 
+def _impossible_of_the_topic(text: str, start: int, year_min: int | None, year_max: int | None) -> bool:
+    """A window no paper can fall in whose year is the topic's: one ending before the journal's first volume, or
+    one starting after this year right after a word of the topic ("renewed after 2047"; "papers after 2030" asks
+    for papers, and is declined for it)."""
+    if year_max is not None and year_max < FIRST_VOLUME:
+        return True
+    if year_min is None or year_min <= date.today().year:
+        return False
+    before = re.findall(r"[a-z]+", text[max(0, start - 40) : start])
+    return bool(before) and before[-1] not in FOLLOWERS
+
+
 def _names_topic(text: str, start: int, end: int) -> bool:
     """True when the matched year describes the topic: a modifier of the next word, or after an event noun."""
     if not re.search(r"(?:\d|\ds)$", text[start:end]):
@@ -152,7 +173,11 @@ def _relative(text: str, latest_year: int) -> list[tuple[int, int, int | None, i
     for match in _RECENT.finditer(text):
         if match.group(0).startswith("most"):
             continue  # "which is most recent" orders the papers; it is no window
-        return [(match.start(), match.end(), latest_year - RECENT_YEARS + 1, None)]
+        word = re.match(r"[a-z]+", match.group(0)).group(0)  # type: ignore[union-attr]
+        if word == "recent" and not {match.group(1), match.group(2)} & RESEARCH_NOUNS:
+            continue  # "recent American growth", "in recent decades": the topic's time ("recent empirical work" is)
+        end = match.start() + len(word)
+        return [(match.start(), end, latest_year - RECENT_YEARS + 1, None)]
     return []
 
 

@@ -17,6 +17,7 @@ WINDOWS = [
     ("Research from 2018 onwards on bank runs", 2018, None),
     ("Is there newer work, from 2022 on, on job loss?", 2022, None),
     ("What did papers find about school vouchers after 2020?", 2021, None),
+    ("What did papers after 2047 find about leases?", 2048, None),  # asked of papers: declined, no paper is
     ("Anything more recent than 2020 on unemployment insurance?", 2021, None),
     ("Before 2016, what did studies find about adverse selection?", None, 2015),
     ("What was known before 2000 about trade and wages?", None, 1999),
@@ -58,6 +59,12 @@ TOPIC_YEARS = [
     "What happened after the 2008 crisis to small firms?",
     "Which of those is most recent?",
     "How does monetary policy affect bank lending?",
+    # no paper can be published after this year or before the journal's first volume: the year is the topic's
+    "How much do buyers discount homes whose leases may not be renewed after 2047?",
+    "Do big cities have higher death rates than the countryside, as industrial cities did in the 1800s?",
+    # "recent" of the topic, not of the research
+    "How much of recent American growth comes from rising schooling?",
+    "How has inequality changed in recent decades?",
 ]
 
 
@@ -70,6 +77,7 @@ def test_topic_years_and_orderings_are_not_windows(question: str) -> None:
     ("question", "year_min", "years"),
     [
         ("Recent evidence on remote work", 2016, 10),
+        ("What does recent empirical work find on tariffs?", 2016, 10),
         ("What have economists recently found about AI?", 2016, 10),
         ("Over the last decade, what do we know about carbon taxes?", 2016, 10),
         ("What do papers from the last five years say about AI?", 2021, 5),
