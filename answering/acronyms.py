@@ -27,14 +27,14 @@ def definitions(abstract: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for match in _INSIDE.finditer(abstract):
         long_form = _clean(match.group("long"))
-        if _initials_match(match.group("acronym"), _WORD.findall(long_form)):
+        if initials_match(match.group("acronym"), _WORD.findall(long_form)):
             found.setdefault(_singular(match.group("acronym")), long_form)
     for match in _AFTER_WORDS.finditer(abstract):
         acronym = _singular(match.group("acronym"))
         words = _WORD.findall(match.group("before"))
         for count in range(1, len(acronym) + MAX_EXTRA_WORDS + 1):  # the fewest words that fit
             tail = words[-count:]
-            if len(tail) == count and _initials_match(acronym, tail):
+            if len(tail) == count and initials_match(acronym, tail):
                 found.setdefault(acronym, _clean(_span(match.group("before"), tail)))
                 break
     return found
@@ -51,7 +51,7 @@ def spelled_out(finding: str, abstract: str) -> str:
     return finding
 
 
-def _initials_match(acronym: str, words: list[str]) -> bool:
+def initials_match(acronym: str, words: list[str]) -> bool:
     """Whether the acronym's capitals are the initials of the words, in order, the first and last words included,
     skipping at most MAX_EXTRA_WORDS small words ("Survey of Income and Program Participation (SIPP)")."""
     letters = [c.lower() for c in _singular(acronym) if c.isupper()]

@@ -6,13 +6,17 @@ and the bi-encoder score such passages high, because the topic matches. What the
 the question that no passage mentions, so that share is a feature of the answerability model.
 
 Specifics are capitalised words past the first (proper nouns, acronyms) and years or decades. A specific
-counts as mentioned when a passage contains its stem (adjective forms: "Ghanaian" matches "Ghana").
+counts as mentioned when a passage contains its stem (adjective forms: "Ghanaian" matches "Ghana"), and an
+acronym also when a passage spells it out ("RD" by "regression-discontinuity", "EITC" by "earned income tax
+credit"): abstracts often write out what questions abbreviate.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from answering.acronyms import initials_match
 
 _TOKEN = re.compile(r"[A-Za-z][\w'&.-]*|\b\d{4}s?\b")
 _YEAR = re.compile(r"\d{4}s?")
@@ -26,6 +30,9 @@ _NOT_SPECIFIC = frozenset((
     "us", "u.s", "usa", "america", "american", "americans", "united", "states",
 ))
 _MIN_STEM = 5
+_ACRONYM = re.compile(r"[A-Z][A-Z&]{1,5}")  # "RD", "EITC", "R&D": two to six capitals
+_WORDS = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+MIN_SPELLED = 4  # letters of the first and last word that spell out an acronym
 _NAMED_YEAR = re.compile(r"(?<![\d$.,])(1[6-9]\d\d|20\d\d)(?:s|['’]s)?(?![\d,]|\.\d)")
 
 
@@ -57,9 +64,23 @@ def unmatched_specifics(question: str, passages: Sequence[str]) -> float:
     specifics = question_specifics(question)
     if not specifics:
         return 0.0
-    text = " ".join(passages).lower()
-    missing = [s for s in specifics if not _pattern(s).search(text)]
+    joined = " ".join(passages)
+    text = joined.lower()
+    acronyms = {token.lower(): token for token in _TOKEN.findall(question) if _ACRONYM.fullmatch(token)}
+    missing = [s for s in specifics if not _pattern(s).search(text)
+               and not (s in acronyms and _spelled_out(acronyms[s], _WORDS.findall(joined)))]  # fmt: skip
     return len(missing) / len(specifics)
+
+
+def _spelled_out(acronym: str, words: list[str]) -> bool:
+    """Whether some run of consecutive words has the acronym's letters as its initials ("RD":
+    "regression-discontinuity"; a few small words may sit between them, as acronyms.initials_match allows). The
+    run opens and closes on words of four letters or more, so that "UI" is not "under its"."""
+    first = acronym[0].lower()
+    return any(initials_match(acronym, run)
+               for start, word in enumerate(words) if word[0].lower() == first and len(word) >= MIN_SPELLED
+               for run in (words[start:start + count] for count in range(1, len(acronym) + 3))
+               if len(run[-1]) >= MIN_SPELLED)  # fmt: skip
 
 
 def earliest_named_year(question: str) -> int | None:

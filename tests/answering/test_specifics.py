@@ -21,6 +21,11 @@ def test_specifics_are_names_acronyms_and_years_not_question_words() -> None:
         ("Why did the IETF slow down after 2000?", "Standards bodies like the IETF slowed down.", 0.5),
         ("Is the FTC right about noncompetes?", "The FTCA of 1914 is a statute.", 1.0),  # acronyms match whole
         ("How do tariffs affect prices?", "Anything at all.", 0.0),  # nothing named: no signal
+        # an acronym the passage spells out is mentioned: abstracts write out what questions abbreviate
+        ("Do class-size rules bias RD estimates?", "It biases regression-discontinuity estimates.", 0.0),
+        ("Does the EITC raise work?", "The earned income tax credit raises work.", 0.0),
+        ("Does R&D raise growth?", "Research and development spending raises growth.", 0.0),
+        ("Does UI lengthen spells?", "We use information under its rules.", 1.0),  # no chance initials
     ],
 )
 def test_unmatched_share(question: str, passage: str, unmatched: float) -> None:
