@@ -66,7 +66,8 @@ def unmatched_specifics(question: str, passages: Sequence[str]) -> float:
         return 0.0
     joined = " ".join(passages)
     text = joined.lower()
-    acronyms = {token.lower(): token for token in _TOKEN.findall(question) if _ACRONYM.fullmatch(token)}
+    tokens = (re.sub(r"['’]s$", "", token.strip(".-'")) for token in _TOKEN.findall(question))  # "EITC's": EITC
+    acronyms = {token.lower(): token for token in tokens if _ACRONYM.fullmatch(token)}
     missing = [s for s in specifics if not _pattern(s).search(text)
                and not (s in acronyms and _spelled_out(acronyms[s], _WORDS.findall(joined)))]  # fmt: skip
     return len(missing) / len(specifics)

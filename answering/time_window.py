@@ -12,9 +12,9 @@ modifier ("the 2008 financial crisis", "the 2000s housing boom"), one after a da
 2010", "the reform in 2006"), one after "during" (a period studied, not one published in: no pattern has it), and
 one no paper can have been published in: before the journal's first volume ("as industrial cities did in the
 1800s"), or after this year following a word of the topic ("leases that may not be renewed after 2047"; "papers
-after 2030" asks for papers, and is declined for it). "Recent" is a window when it qualifies the
-research ("recent work", "recently found"), not when it qualifies the topic ("recent American growth").
-Explicit filters given with the request win over the words; that is for the caller to apply.
+after 2030" asks for papers, and is declined for it). "Recent" is a window when it qualifies the research ("recent
+work", "recently found"), not when it qualifies the topic ("recent American growth"). Explicit filters given with
+the request win over the words; that is for the caller to apply.
 """
 
 from __future__ import annotations

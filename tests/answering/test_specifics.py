@@ -23,7 +23,7 @@ def test_specifics_are_names_acronyms_and_years_not_question_words() -> None:
         ("How do tariffs affect prices?", "Anything at all.", 0.0),  # nothing named: no signal
         # an acronym the passage spells out is mentioned: abstracts write out what questions abbreviate
         ("Do class-size rules bias RD estimates?", "It biases regression-discontinuity estimates.", 0.0),
-        ("Does the EITC raise work?", "The earned income tax credit raises work.", 0.0),
+        ("Does the EITC's credit raise work?", "The earned income tax credit raises work.", 0.0),
         ("Does R&D raise growth?", "Research and development spending raises growth.", 0.0),
         ("Does UI lengthen spells?", "We use information under its rules.", 1.0),  # no chance initials
     ],
