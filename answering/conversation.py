@@ -177,7 +177,9 @@ def resolve_followup(question: str, history: Sequence[Turn], term_weight: Callab
     query = f"{text} ({carried})" if carried else text
     own_window = parse_time_window(question, latest_year=9999)
     if earlier_window is not None and own_window is None:
-        query = f"{query}, {earlier_window.phrase}"  # the window still holds unless the follow-up names its own
+        # the window still holds unless the follow-up names its own; in front, where it reads as one of papers
+        opening = query[:1].lower() + query[1:] if re.match(r"[A-Z][a-z]", query) else query
+        query = f"{earlier_window.phrase}, {opening}"
     asked = own_window.question_without_window if own_window else question
     wording = _wording(asked, earlier_resolved.wording or _without_window(previous.question), bool(referred))
     return ResolvedQuestion(query, True, referred, carried, _note(previous, referred), wording)

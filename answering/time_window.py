@@ -35,6 +35,18 @@ NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7
                 "ten": 10, "fifteen": 15, "twenty": 20, "few": 5, "several": 5}  # fmt: skip
 RECENT_YEARS = 10  # "recent": the corpus's last ten years
 FIRST_VOLUME = 1911  # the American Economic Review's first year: no window of its papers ends before it
+# Words that ask rather than name: skipped when looking for what a window inside a question qualifies.
+FUNCTION_WORDS = _words("""a an and or but nor so yet the this that these those what which who whom whose how why
+when where whether if is are was were be been being do does did has have had can could would should will may might
+must on about in of for to with from by at as than then there it its they their we our you i any some all only
+also else since after before until till through between up prior starting""")
+PUBLISHED = _words("published publish written released appeared")  # anywhere before a window: it is of papers
+# A window qualifies the research when the nearest word before it (past function words) is one of these.
+PUBLICATION_WORDS = _words("""work works research studies study papers paper evidence literature findings results
+articles article publications contributions estimates aer economists researchers authors published publish
+written released appeared find finds found show shows shown say says said known learned learnt anything something
+nothing newer new recent later earlier proposed developed studied examined estimated documented argued suggested
+reported concluded discovered established measured tested analyzed analysed explored investigated conducted done""")
 # What "recent" qualifies when it means the research, not the topic ("recent evidence", not "recent growth").
 RESEARCH_NOUNS = _words("""work works research studies study papers paper evidence literature findings results
 articles article publications contributions estimates aer economics""")
@@ -99,9 +111,12 @@ def parse_time_window(question: str, latest_year: int) -> TimeWindow | None:
             if _names_topic(text, match.start(), match.end()):
                 continue
             bounds = _bounds(kind, [g for g in match.groups()])
-            if bounds is not None and not _impossible_of_the_topic(text, match.start(), *bounds):
-                found.append((match.start(), match.end(), *bounds))
-                taken.append((match.start(), match.end()))
+            if bounds is None or _impossible_of_the_topic(text, match.start(), *bounds):
+                continue
+            if _qualifies_the_topic(text, match.start(), match.group(0)):
+                continue
+            found.append((match.start(), match.end(), *bounds))
+            taken.append((match.start(), match.end()))
     relative = False
     if not found:  # an explicit year beats a relative word
         found, relative = _relative(text, latest_year), True
@@ -151,6 +166,23 @@ def _impossible_of_the_topic(text: str, start: int, year_min: int | None, year_m
     return bool(before) and before[-1] not in FOLLOWERS
 
 
+# Windows that can only be about publication: "2022 or later", "more recent than 2020".
+_OF_PUBLICATION = re.compile(r"\b(?:or|and)\s+(?:later|after|since|onwards?|beyond|newer|earlier|before|prior)\b|"
+                             r"\b(?:more\s+recent|newer|later|earlier|older)\s+than\b")
+
+
+def _qualifies_the_topic(text: str, start: int, phrase: str) -> bool:
+    """A window inside the question that follows a word of the topic describes the topic's period ("racial
+    segregation evolved between 1890 and 1990", "banks branched across states after 1994", "in the 1960s"): the
+    nearest word before it, past function words, is not one of research or publication ("papers since 2015",
+    "evidence up to 2009", "what was known before 2000"; "published" anywhere before). A window opening the question
+    ("Since 2015, …", "What about after 2030?") or worded only of publication ("2022 or later") is one."""
+    if _OF_PUBLICATION.search(phrase):
+        return False
+    content = [word for word in re.findall(r"[a-z][a-z'’-]*", text[:start]) if word not in FUNCTION_WORDS]
+    return bool(content) and content[-1] not in PUBLICATION_WORDS and not PUBLISHED & set(content)
+
+
 def _names_topic(text: str, start: int, end: int) -> bool:
     """True when the matched year describes the topic: a modifier of the next word, or after an event noun."""
     if not re.search(r"(?:\d|\ds)$", text[start:end]):
@@ -164,7 +196,7 @@ def _names_topic(text: str, start: int, end: int) -> bool:
 
 def _relative(text: str, latest_year: int) -> list[tuple[int, int, int | None, int | None]]:
     match = _RELATIVE.search(text)
-    if match:
+    if match and not _qualifies_the_topic(text, match.start(), match.group(0)):
         count_text, unit = match.group(1), match.group(2)
         count = 1 if count_text is None else int(count_text) if count_text.isdigit() else NUMBER_WORDS.get(count_text)
         if count is not None and 0 < count <= 50:

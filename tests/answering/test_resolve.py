@@ -74,7 +74,7 @@ def test_a_window_no_paper_falls_in_is_a_reason_to_decline() -> None:
 def test_a_jel_filter_says_how_many_papers_without_codes_it_leaves_out() -> None:
     everything = resolve("Carbon taxes and emissions", filters=SearchFilters(jel_prefix="q5"))
     assert "The JEL filter Q5 leaves out the 4 papers (40%) that carry no JEL codes." in everything.notes
-    recent = resolve("Carbon taxes and emissions since 2020", filters=SearchFilters(jel_prefix="Q5"))
+    recent = resolve("Papers since 2020 on carbon taxes and emissions", filters=SearchFilters(jel_prefix="Q5"))
     assert "The JEL filter Q5 leaves out the 1 paper (20%) that carry no JEL codes." in recent.notes
 
 

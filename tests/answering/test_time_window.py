@@ -16,8 +16,9 @@ WINDOWS = [
     ("In 2022 or later, what has research found about the Great Migration?", 2022, None),
     ("Research from 2018 onwards on bank runs", 2018, None),
     ("Is there newer work, from 2022 on, on job loss?", 2022, None),
-    ("What did papers find about school vouchers after 2020?", 2021, None),
+    ("What did papers after 2020 find about school vouchers?", 2021, None),
     ("What did papers after 2047 find about leases?", 2048, None),  # asked of papers: declined, no paper is
+    ("What new ways of matching students to schools have theory papers proposed since 2022?", 2022, None),
     ("Anything more recent than 2020 on unemployment insurance?", 2021, None),
     ("Before 2016, what did studies find about adverse selection?", None, 2015),
     ("What was known before 2000 about trade and wages?", None, 1999),
@@ -62,6 +63,13 @@ TOPIC_YEARS = [
     # no paper can be published after this year or before the journal's first volume: the year is the topic's
     "How much do buyers discount homes whose leases may not be renewed after 2047?",
     "Do big cities have higher death rates than the countryside, as industrial cities did in the 1800s?",
+    # a window after a word of the topic is the topic's period
+    "How did racial segregation in US cities evolve between 1890 and 1990?",
+    "Did large US banks use the freedom to branch across states after 1994?",
+    "What let American mothers both hold jobs and have more babies from 1930 to 1960?",
+    "Why has income inequality risen since 1980?",
+    "What caused the large fall in US business-cycle volatility over the past two decades?",
+    "Evidence from Argentina, 1988-1997, on how often stores change prices",
     # "recent" of the topic, not of the research
     "How much of recent American growth comes from rising schooling?",
     "How has inequality changed in recent decades?",
@@ -122,8 +130,8 @@ def test_nothing_sensible_left_keeps_the_question() -> None:
 
 def test_meaning_states_the_window() -> None:
     assert parse_time_window("before 2016, tariffs", LATEST).meaning == "before 2016: papers from 2015 or earlier."  # type: ignore[union-attr]
-    assert "papers published in 2019" in parse_time_window("tariffs in 2019?", LATEST).meaning  # type: ignore[union-attr]
-    assert "papers from 2000 to 2009" in parse_time_window("trade in the 2000s?", LATEST).meaning  # type: ignore[union-attr]
+    assert "papers published in 2019" in parse_time_window("papers in 2019 on tariffs?", LATEST).meaning  # type: ignore[union-attr]
+    assert "papers from 2000 to 2009" in parse_time_window("research in the 2000s on trade?", LATEST).meaning  # type: ignore[union-attr]
 
 
 def test_window_is_frozen() -> None:
