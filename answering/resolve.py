@@ -19,7 +19,8 @@ about how the Great Migration affected …" was judged P 0.09, without "AER" 0.4
 question less its window words and its literature frame ("Before 2010, what did evaluations show about whether X?"
 -> "Whether X?": the window words and the frame around them ask about publication, which the year filter answers,
 and the judges read them as a near miss); for a follow-up, its `wording` (answering.conversation: a question, not
-the carried terms).
+the carried terms); in every case less the topic's bounded periods ("… in advanced economies after 2008":
+answering.time_window.without_topic_periods), which retrieval keeps.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from answering.conversation import CitedPaper, Turn, plain_question, resolve_followup, without_journal
-from answering.time_window import TimeWindow, parse_time_window
+from answering.time_window import TimeWindow, parse_time_window, without_topic_periods
 from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
 
@@ -83,6 +84,7 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
         judged = followup.wording
     elif window is not None and searched != query:
         judged = plain_question(searched)
+    judged = without_topic_periods(judged)
     # A question of characters Python strips but the API keeps ("\u0085") is searched as asked, never as nothing.
     searched, judged = (text if text.strip() else question for text in (searched, judged))
     decline = None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
 
 
 def _words(text: str) -> frozenset[str]:
@@ -83,6 +82,7 @@ _PATTERNS: list[tuple[str, str]] = [
     (rf"\b(?:in|from)\s+{DECADE}", "decade"),
     (rf"\b(?:in|published\s+in)\s+{YEAR}\b", "year"),
 ]
+_POINTS = frozenset(("year", "decade"))  # kinds of _PATTERNS that name a point in time, not a bounded period
 _RELATIVE = re.compile(
     r"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+"
     r"(?:(\d{1,2}|[a-z]+)\s+)?(years?|decades?)\b"
@@ -102,21 +102,7 @@ class TimeWindow:
 def parse_time_window(question: str, latest_year: int) -> TimeWindow | None:
     """The question's publication-year window, or None when it names none (topic years are not windows)."""
     text = question.lower()
-    found: list[tuple[int, int, int | None, int | None]] = []  # (start, end, year_min, year_max)
-    taken: list[tuple[int, int]] = []
-    for pattern, kind in _PATTERNS:
-        for match in re.finditer(pattern, text):
-            if any(match.start() < end and start < match.end() for start, end in taken):
-                continue
-            if _names_topic(text, match.start(), match.end()):
-                continue
-            bounds = _bounds(kind, [g for g in match.groups()])
-            if bounds is None or _impossible_of_the_topic(text, match.start(), *bounds):
-                continue
-            if _qualifies_the_topic(text, match.start(), match.group(0)):
-                continue
-            found.append((match.start(), match.end(), *bounds))
-            taken.append((match.start(), match.end()))
+    found, _ = _scan(text)
     relative = False
     if not found:  # an explicit year beats a relative word
         found, relative = _relative(text, latest_year), True
@@ -128,6 +114,40 @@ def parse_time_window(question: str, latest_year: int) -> TimeWindow | None:
     phrase = " … ".join(question[start:end].strip() for start, end in spans)
     return TimeWindow(year_min, year_max, phrase, _meaning(phrase, year_min, year_max, relative, latest_year),
                       _without(question, spans))  # fmt: skip
+
+
+def without_topic_periods(question: str) -> str:
+    """The question less the periods of its topic that a bound marks ("austerity in advanced economies after
+    2008", "segregation evolved between 1890 and 1990"), for the judges: they read a year as a name the passage
+    must write, and a paper on the years after 2008 writes "during the crisis". A point in time ("in 2021", "in
+    the 1800s") stays: it names the event. Publication windows are parse_time_window's."""
+    _, periods = _scan(question.lower())
+    return _without(question, periods) if periods else question
+
+
+def _scan(text: str) -> tuple[list[tuple[int, int, int | None, int | None]], list[tuple[int, int]]]:
+    """The windows of publication in the lower-cased question, (start, end, year_min, year_max) each, and the spans
+    of the topic's bounded periods."""
+    found: list[tuple[int, int, int | None, int | None]] = []
+    periods: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, kind in _PATTERNS:
+        for match in re.finditer(pattern, text):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            if _names_topic(text, match.start(), match.end()):
+                continue
+            bounds = _bounds(kind, [g for g in match.groups()])
+            if bounds is None:
+                continue
+            if _impossible_of_the_topic(bounds[1]) or _qualifies_the_topic(text, match.start(), match.group(0)):
+                if kind not in _POINTS:
+                    periods.append((match.start(), match.end()))
+                    taken.append((match.start(), match.end()))
+                continue
+            found.append((match.start(), match.end(), *bounds))
+            taken.append((match.start(), match.end()))
+    return found, periods
 
 
 def _bounds(kind: str, groups: list[str | None]) -> tuple[int | None, int | None] | None:
@@ -154,16 +174,11 @@ def _decade(full: str | None, short: str | None) -> int:
     return 1900 + two if two >= 30 else 2000 + two  # "the 90s" is 1990, "the 10s" 2010
 
 
-def _impossible_of_the_topic(text: str, start: int, year_min: int | None, year_max: int | None) -> bool:
-    """A window no paper can fall in whose year is the topic's: one ending before the journal's first volume, or
-    one starting after this year right after a word of the topic ("renewed after 2047"; "papers after 2030" asks
-    for papers, and is declined for it)."""
-    if year_max is not None and year_max < FIRST_VOLUME:
-        return True
-    if year_min is None or year_min <= date.today().year:
-        return False
-    before = re.findall(r"[a-z]+", text[max(0, start - 40) : start])
-    return bool(before) and before[-1] not in FOLLOWERS
+def _impossible_of_the_topic(year_max: int | None) -> bool:
+    """A window ending before the journal's first volume holds no paper: its year is the topic's ("as industrial
+    cities did in the 1800s"). One starting after this year is the topic's when a word of the topic precedes it
+    ("renewed after 2047", _qualifies_the_topic); "papers after 2030" asks for papers, and is declined for it."""
+    return year_max is not None and year_max < FIRST_VOLUME
 
 
 # Windows that can only be about publication: "2022 or later", "more recent than 2020".

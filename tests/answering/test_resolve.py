@@ -107,6 +107,13 @@ def test_without_history_or_window_every_text_is_the_question_itself(question: s
     assert without_stats.query == without_stats.retrieval_query == without_stats.judge_query == question.strip()
 
 
+def test_a_topic_period_is_searched_and_filtered_by_published_before_but_not_judged() -> None:
+    question = "Did forecasters underestimate the output cost of austerity in advanced economies after 2008?"
+    resolved = resolve(question)
+    assert resolved.filters is None and resolved.retrieval_query == question  # the topic's period, no window
+    assert resolved.judge_query == "Did forecasters underestimate the output cost of austerity in advanced economies?"
+
+
 def test_the_journal_is_no_topic_for_the_judges_but_is_searched_as_asked() -> None:
     question = "  What new ways of assigning students to schools have AER theory papers proposed?  "
     for resolved in (resolve(question), resolve_question(question, (), None, None)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from answering.time_window import parse_time_window
+from answering.time_window import parse_time_window, without_topic_periods
 
 LATEST = 2025
 
@@ -139,3 +139,21 @@ def test_window_is_frozen() -> None:
     assert window is not None
     with pytest.raises(AttributeError):
         window.year_min = 2000  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("question", "judged"), [
+    ("How did racial segregation in US cities evolve between 1890 and 1990?",
+     "How did racial segregation in US cities evolve?"),
+    ("Did forecasters underestimate the cost of austerity in advanced economies after 2008?",
+     "Did forecasters underestimate the cost of austerity in advanced economies?"),
+    ("Why has income inequality risen since 1980?", "Why has income inequality risen?"),
+    # a point in time names the event; a publication window is no topic period; a year modifying a word stays
+    ("What happened to inflation in Turkey after its central bank cut rates in 2021?",
+     "What happened to inflation in Turkey after its central bank cut rates in 2021?"),
+    ("Do big cities have higher death rates, as industrial cities did in the 1800s?",
+     "Do big cities have higher death rates, as industrial cities did in the 1800s?"),
+    ("What did papers since 2015 find about tariffs?", "What did papers since 2015 find about tariffs?"),
+    ("Did the pre-2008 credit boom raise house prices?", "Did the pre-2008 credit boom raise house prices?"),
+])  # fmt: skip
+def test_the_judges_read_the_question_less_its_bounded_topic_periods(question: str, judged: str) -> None:
+    assert without_topic_periods(question) == judged
