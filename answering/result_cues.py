@@ -4,7 +4,9 @@ The sentence judge (retrieval/sentence_judge.py) reads (question, sentence) and 
 restates the question's topic ("This paper develops a model of bank runs…", "Previous work demonstrates…")
 as high as the one that states the result ("We find uninsured depositors are most likely to run."). Abstracts
 mark results in a few words, so the sentence a finding is written from is chosen by the judge's logit plus
-CUE_WEIGHT x cue, where cue is +1 for a result's words, -1 for a method's opening, 0 for neither (or both).
+CUE_WEIGHT x cue, where cue is +1 for a result's words, -1 for a method's opening or a view the paper answers
+("Piketty argues that …", "it is widely believed that …": shown as a finding, it reads as the paper's own), 0 for
+neither (or both).
 
 Chosen on the development questions' calibration half only (`python -m benchmarks.sentence_choice`): the top
 sentence is a finding sentence in 0.80 -> 0.88 of (question, relevant paper) pairs, a method sentence in
@@ -35,16 +37,29 @@ _METHOD = re.compile(
     r"^(this|the|our) (paper|article|study|note|essay)\b"
     r"|^(we|I) (develop|study|examine|use|propose|present|build|construct|consider|analy[sz]e|investigate|"
     r"exploit|introduce|extend|test|revisit|model|employ)\b"
+    r"|^([^,;]{0,80},\s+)?(we|I) (vary|randomi[sz]e|randomly|conduct|collect|combine|link)\b"  # the procedure
     r"|^(using|to|in this)\b|\b(previous|prior|earlier|existing|past) (work|studies|research)\b|\bliterature\b"
     r"|\bwe ask\b|\bone would expect\b",
     re.IGNORECASE,
 )
+# What others hold, which the paper then tests or answers: never its own finding ("Piketty argues that r > g …",
+# "Proponents of the Bayh-Dole Act argue …", "it is widely believed that …", "conventional wisdom holds that …").
+_OTHERS_VIEW = re.compile(
+    r"\b(?!We\b|I\b)(?:[A-Z][a-z]+|others|critics|proponents|economists|commentators|observers|policymakers|many)"
+    r"\s+(?:has\s+|have\s+)?(?:argues?|argued|claims?|claimed|contends?|contended|asserts?|asserted|maintains?)"
+    r"(?:\s+[a-z]+ly)?\s+that\b"
+    r"|(?i:\bit\s+(?:is|has\s+been|was)\s+(?:often\s+|widely\s+|commonly\s+|frequently\s+|generally\s+)?"
+    r"(?:argued|claimed|believed|thought|asserted)\b"
+    r"|\bconventional\s+wisdom\s+(?:holds|is|says|suggests)\b|\baccording\s+to\s+(?:the\s+)?conventional\s+wisdom\b"
+    r"|\bin\s+(?:his|her|their)\s+(?:influential\s+|recent\s+|celebrated\s+)?book\b)"
+)
 
 
 def result_cue(sentence: str) -> float:
-    """+1: the sentence reads as a result; -1: as the paper's method or setting; 0: neither or both."""
+    """+1: the sentence reads as a result; -1: as the paper's method or setting, or as a view it answers; 0:
+    neither or both."""
     text = sentence.strip()
-    return float(bool(_RESULT.search(text))) - float(bool(_METHOD.search(text)))
+    return float(bool(_RESULT.search(text))) - float(bool(_METHOD.search(text) or _OTHERS_VIEW.search(text)))
 
 
 def is_opening(index: int, count: int) -> bool:

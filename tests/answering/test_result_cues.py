@@ -22,6 +22,12 @@ def test_results_read_as_results(sentence: str) -> None:
     "Previous work demonstrates that low-income achievers fail to apply to selective colleges.",
     "Prior research has documented that consumption declines at retirement.",  # someone else's result
     "Using administrative data from Denmark, our analysis covers three decades.",
+    "Across two experiments, we vary the payoffs from the market relative to the game.",  # the procedure
+    # a view the paper answers, not its finding
+    "In his influential book, Thomas Piketty argues forcefully that wealth inequality is inherent to capitalism.",
+    "Proponents of the Bayh-Dole Act argue that licensing is needed for industrial use.",
+    "It is widely believed that better health in early childhood pays off in adulthood.",
+    "According to conventional wisdom, long-term bonds suit conservative investors.",
 ])  # fmt: skip
 def test_methods_and_settings_read_as_methods(sentence: str) -> None:
     assert result_cue(sentence) == -1.0
@@ -29,6 +35,10 @@ def test_methods_and_settings_read_as_methods(sentence: str) -> None:
 
 def test_a_plain_sentence_and_one_with_both_kinds_of_words_are_neutral() -> None:
     assert result_cue("Banks hold liquid assets against withdrawals.") == 0.0
+    assert result_cue("We argue that some superstitions can persist.") == 0.0  # the authors' own argument
+    assert result_cue("Contrary to conventional wisdom, ownership risk slows resource use.") == 0.0
+    assert result_cue("When the assumptions fail, we propose weaker restrictions.") == 0.0  # a result of a method
+    assert result_cue("Although it is often argued that costs are misperceived, the results show they are not.") == 0.0
     assert result_cue("We use survey data and find that knowledge of pensions is unrelated to saving.") == 0.0
 
 
