@@ -56,11 +56,11 @@ _NOUN_THEN_VERB = r"(?:suggests|shows|indicates|implies|reveals|is|are|was|were)
 _THEIR = re.compile(r"^Their(?= (?:(?:main|core|key|preferred) )?(?:results?|findings?|estimates?|model|analysis|"
                     r"evidence|calculations|simulations)\b)")  # fmt: skip
 # What a finding leans on when it only makes sense after the sentence before it: opening on "this"/"these"
-# (not "this paper"), "in these treatments" or "otherwise", after at most a reporting verb ("finds that this
-# provides …") …
+# (not "this paper"), "in these treatments", "otherwise" or "they" (the abstract's: ours become "the authors"),
+# after at most a reporting verb ("finds that this provides …") …
 _LEANS_BACK_FIRST = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:(?:in|under|with|for|at|from) )?(?:(?:this|these|those|"
                                r"such)\b(?! (?:paper|article|study|note|essay|lecture|chapter|book|research|work)\b)|"
-                               r"otherwise\b)", re.IGNORECASE)  # fmt: skip
+                               r"otherwise\b|they\b)", re.IGNORECASE)  # fmt: skip
 # … or opening its main clause that way after a clause that sets it up ("when the cyclicality of markups differs
 # across sectors, this downward bias is …") …
 _LEANS_BACK_CLAUSE = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:when|whenever|if|because|although|though|while|as|"
