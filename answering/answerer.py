@@ -28,6 +28,7 @@ from answering.domain import DomainGate
 from answering.evidence import PaperSentences, SentenceEvidence, sharpened
 from answering.faithful import finished_finding
 from answering.focus import SentenceFocus
+from answering.named_papers import answered_by_named, named_positions, without_citations
 from answering.ports import Catalog, GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from answering.resolve import ResolvedRequest, resolve_question
@@ -309,11 +310,13 @@ class Answerer:
                 dense = self.search.dense_similarities(outcome.query, hits)
                 verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers,
                                                     judge_logits)  # fmt: skip
-            if self.sentences is not None and verdict.answers:
+            named = named_positions(resolved.query, [hit.document for hit in hits])
+            if self.sentences is not None and (verdict.answers or named):
                 with timer.stage("sentences"):
-                    weighed = self.sentences.weigh(question.query, hits, verdict.answering)
+                    weighed = self.sentences.weigh(without_citations(question.query) if named else question.query,
+                                                   hits, tuple(sorted({*verdict.answering, *named[:1]})))
                 verdict = sharpened(verdict, weighed, self.sentence_bars)
-            verdict = published_before(verdict, [hit.document.year for hit in hits],
+            verdict = published_before(answered_by_named(verdict, named), [hit.document.year for hit in hits],
                                        earliest_named_year(resolved.retrieval_query),
                                        [f"{hit.document.title}\n{hit.document.abstract}" for hit in hits])  # fmt: skip
             if not verdict.answers:
