@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from answering.acronyms import initials_match
+from answering.acronyms import MAX_EXTRA_WORDS, initials_match
 
 _TOKEN = re.compile(r"[A-Za-z][\w'&.-]*|\b\d{4}s?\b")
 _YEAR = re.compile(r"\d{4}s?")
@@ -80,7 +80,7 @@ def _spelled_out(acronym: str, words: list[str]) -> bool:
     first = acronym[0].lower()
     return any(initials_match(acronym, run)
                for start, word in enumerate(words) if word[0].lower() == first and len(word) >= MIN_SPELLED
-               for run in (words[start:start + count] for count in range(1, len(acronym) + 3))
+               for run in (words[start:start + count] for count in range(1, len(acronym) + MAX_EXTRA_WORDS + 1))
                if len(run[-1]) >= MIN_SPELLED)  # fmt: skip
 
 

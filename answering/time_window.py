@@ -40,15 +40,15 @@ when where whether if is are was were be been being do does did has have had can
 must on about in of for to with from by at as than then there it its they their we our you i any some all only
 also else since after before until till through between up prior starting""")
 PUBLISHED = _words("published publish written released appeared")  # anywhere before a window: it is of papers
+_OF_RESEARCH = _words("""work works research studies study papers paper evidence literature findings results
+articles article publications contributions estimates aer""")
 # A window qualifies the research when the nearest word before it (past function words) is one of these.
-PUBLICATION_WORDS = _words("""work works research studies study papers paper evidence literature findings results
-articles article publications contributions estimates aer economists researchers authors published publish
-written released appeared find finds found show shows shown say says said known learned learnt anything something
-nothing newer new recent later earlier proposed developed studied examined estimated documented argued suggested
-reported concluded discovered established measured tested analyzed analysed explored investigated conducted done""")
+PUBLICATION_WORDS = _OF_RESEARCH | _words("""economists researchers authors published publish written released
+appeared find finds found show shows shown say says said known learned learnt anything something nothing newer new
+recent later earlier proposed developed studied examined estimated documented argued suggested reported concluded
+discovered established measured tested analyzed analysed explored investigated conducted done""")
 # What "recent" qualifies when it means the research, not the topic ("recent evidence", not "recent growth").
-RESEARCH_NOUNS = _words("""work works research studies study papers paper evidence literature findings results
-articles article publications contributions estimates aer economics""")
+RESEARCH_NOUNS = _OF_RESEARCH | {"economics"}
 
 # Words that may follow a window without making its year a modifier of a topic noun ("since 2015, studies ...",
 # "in 2019?" or "before 2010 did ..."). Any other word right after the year means the year names the topic.
