@@ -28,7 +28,7 @@ from answering.domain import DomainGate
 from answering.evidence import PaperSentences, SentenceEvidence, sharpened
 from answering.faithful import finished_finding
 from answering.focus import SentenceFocus
-from answering.named_papers import answered_by_named, named_positions, without_citations
+from answering.named_papers import answered_by_named, judged_question, named_positions
 from answering.ports import Catalog, GenerationOutcome, PassageScorer, SamplingParams, Search
 from answering.prompt import NOT_COVERED_ANSWER, BuiltPrompt, Passage, PromptBuilder
 from answering.resolve import ResolvedRequest, resolve_question
@@ -267,19 +267,19 @@ class Answerer:
         """Retrieve and decide; blocking (embedding, reranking), so async callers run it in a thread."""
         timer = StageTimer()
         catalog = self.catalog
-        resolved = resolve_question(question.query, question.history, question.filters,
-                                    catalog.stats() if catalog else None, catalog.paper if catalog else None)
+        lookups = (catalog.stats(), catalog.paper, catalog.papers_by_authors) if catalog else (None,) * 3
+        resolved = resolve_question(question.query, question.history, question.filters, *lookups)
         question = replace(question, query=resolved.judge_query, filters=resolved.filters)
         max_papers = question.top_k or self.settings.top_k
         evidence_k = max(self.settings.evidence_k, max_papers)
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         query = self.search.encode(resolved.retrieval_query)
-        outside: str | None = None  # why the question lies outside economics (then it is declined, not reranked)
-        if self.answerability is not None and wanted and self.domain is not None:
+        outside: str | None = None  # outside economics: declined, not reranked (not asked of named papers' questions)
+        if self.answerability is not None and wanted and self.domain is not None and not resolved.named.on_topic:
             with timer.stage("domain"):
                 outside = self.domain.decline_reason(query.vector)
         outcome = self.search.run(resolved.retrieval_query, evidence_k, question.mode, question.filters,
-                                  question.rerank if outside is None else False, resolved.referred, query)  # fmt: skip
+                                  question.rerank if outside is None else False, resolved.included, query)  # fmt: skip
         hits = outcome.hits
         params = self.sampling_params(question.generation)
         passages = to_passages(hits)
@@ -310,10 +310,10 @@ class Answerer:
                 dense = self.search.dense_similarities(outcome.query, hits)
                 verdict = self.answerability.assess(question.query, hits, dense, outcome.pool, max_papers,
                                                     judge_logits)  # fmt: skip
-            named = named_positions(resolved.query, [hit.document for hit in hits])
+            named = named_positions(resolved.query, [hit.document for hit in hits], evidence_k, resolved.named.on_topic)
             if self.sentences is not None and (verdict.answers or named):
                 with timer.stage("sentences"):
-                    weighed = self.sentences.weigh(without_citations(question.query) if named else question.query,
+                    weighed = self.sentences.weigh(judged_question(question.query, named, hits),
                                                    hits, tuple(sorted({*verdict.answering, *named[:1]})))
                 verdict = sharpened(verdict, weighed, self.sentence_bars)
             verdict = published_before(answered_by_named(verdict, named), [hit.document.year for hit in hits],

@@ -1,60 +1,84 @@
 """A paper the question names by its authors: "What did Autor, Dorn and Hanson find about import competition?"
 
 Users ask about a paper they know by its authors. The judges read such a question as none ("What did X find about
-Y?" asks for no particular result), and the names are words no abstract writes, so the question was declined
-while its paper was among the passages found. A name is read only in the forms that cite a paper: two or more
-surnames joined by "and" ("Card and Krueger", "Autor, Dorn, and Hanson"), one before "et al." ("Chetty et al."),
-or one before a year in parentheses ("Jones (2002)", "Poterba's (2014)"); a lone capitalised word ("Do Black
-workers …") is never a name. A passage's paper is named when every surname of one such citation is a word of
-its authors' names (written "First Last" or "Last, First"), and its year is the one cited, if any.
+Y?" asks for no particular result), and the names are words no abstract writes, so neither retrieval nor the
+decision would find the paper. A name is read only in the forms that cite a paper: two or more surnames joined by
+"and" ("Card and Krueger", "Autor, Dorn, and Hanson"), one before "et al." ("Chetty et al."), or one before a year
+in parentheses ("Jones (2002)", "Poterba's (2014)"); a lone capitalised word ("Do Black workers …") is never a name.
 
-The search's order picks among the authors' papers: the best-ranked named paper answers, with any other named
-paper the decision chose anyway. The paper must be among the passages the question's own words found, so "What
-did Autor et al. find about dolphins?" is decided as any other question.
+The resolve stage looks the cited authors' papers up in the index (`named_papers`: every surname one of the
+paper's authors', compared without case or accents, the year the cited one if any; papers whose authors are exactly
+the cited ones first), and retrieval reranks them with the passages the question's words found. The best-ranked
+named paper answers, with any other named paper the decision chose anyway, when the question is about it (it asks
+about nothing else, "What did Herbst and Hendren find?", or at least half its topic words are in the paper's title
+and abstract, "What did Jensen and Miller find about rice?"; then the domain gate, which reads such a question as
+none about economics, is not asked) or when the reranker ranks it among the evidence for the question's words. So
+"What did Lochner and Moretti find about central bank independence?" is decided as any other question, and a
+citation of a paper the index lacks ("Card and Krueger (1994)") is said in a note.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from answering.answerability import AnswerabilityVerdict
+from answering.conversation import content_words
+from corpus.authors import has_surnames, people, plain
 from corpus.documents import Document
+from retrieval.types import RetrievedChunk
 
-_NAME = r"[A-Z][A-Za-z'’-]+"
+_NAME = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['’-](?=[^\W\d_]))+"  # "Autor", "O'Brien", "Postel-Vinay", "Antràs"
 _YEAR = r"\((1[89]\d\d|20\d\d)\)"
-_CITATIONS = (
+_CITATIONS = (  # the forms, in the order read: "A, B and C", "A et al.", "A (2002)"
     re.compile(rf"\b(?P<names>{_NAME}(?:\s*,\s*{_NAME})*\s*,?\s+and\s+{_NAME})(?:['’]s)?(?:\s+{_YEAR})?"),
     re.compile(rf"\b(?P<names>{_NAME})\s+et\s+al\b\.?(?:['’]s)?(?:\s+{_YEAR})?"),
     re.compile(rf"\b(?P<names>{_NAME})(?:['’]s)?\s+{_YEAR}"),
 )
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+")
+# Words that ask for a paper's result without naming a topic: "What is the main result of Dell (2015)?"
+_ASKING = frozenset({"main", "key", "central", "core", "principal", "primary", "headline", "overall", "summarize",
+                     "summarise", "summary", "argue", "argues", "argued", "claim", "claims", "conclusions",
+                     "contribution", "contributions", "learn", "learned"})
+PAPERS_PER_CITATION = 8  # the most papers of one citation reranked with the passages found ("Chetty et al.")
+
+PaperLookup = Callable[[Sequence[str], "int | None", int], "list[Document]"]
 
 
 @dataclass(frozen=True)
 class Citation:
-    surnames: tuple[str, ...]  # lower-cased, as the question writes them
+    surnames: tuple[str, ...]  # plain (lower case, no accents), as the question writes them
     year: int | None = None
+    form: str = "and"  # "and": exactly these authors; "et al.": the first of three or more; "alone": the only one
+    written: str = field(default="", compare=False)  # as the question writes it: "Autor, Dorn, and Hanson (2013)"
 
     def names(self, document: Document) -> bool:
-        """Whether the document is this citation's paper (every surname among its authors' names, the year its)."""
-        words = {word.lower().strip(".,;") for author in document.authors for word in author.split()}
-        return set(self.surnames) <= words and (self.year is None or self.year == document.year)
+        """Whether the document may be this citation's paper (every surname one of its authors', the year its)."""
+        return has_surnames(document.authors, self.surnames) and (self.year is None or self.year == document.year)
+
+    def names_exactly(self, document: Document) -> bool:
+        """Whether its authors are the ones the form of citation says: "A and B" two, "A et al." A first of three
+        or more, "A (2002)" A alone."""
+        authors = people(document.authors)
+        if self.form == "et al.":
+            return len(authors) >= 3 and plain(authors[0].last).endswith(self.surnames[0])
+        return len(authors) == (1 if self.form == "alone" else len(self.surnames)) and self.names(document)
 
 
 def citations_in(question: str) -> list[Citation]:
     """The citations of papers by their authors in the question, in order."""
     found: list[Citation] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _CITATIONS:
+    for pattern, form in zip(_CITATIONS, ("and", "et al.", "alone"), strict=True):
         for match in pattern.finditer(question):
             if any(match.start() < end and start < match.end() for start, end in taken):
                 continue
             names = re.sub(r"['’]s$", "", match.group("names"))
-            surnames = tuple(name.lower() for name in _SPLIT.split(names) if name)
+            surnames = tuple(plain(name) for name in _SPLIT.split(names) if name)
             year = next((int(group) for group in match.groups()[1:] if group), None)
-            found.append(Citation(surnames, year))
+            found.append(Citation(surnames, year, form, match.group(0).removesuffix("'s").removesuffix("’s")))
             taken.append(match.span())
     return found
 
@@ -67,21 +91,91 @@ def without_citations(question: str) -> str:
     return question
 
 
-def named_positions(question: str, documents: Sequence[Document]) -> list[int]:
-    """Positions of the passages (one per paper, in search order) whose paper a citation in the question names."""
+def judged_question(question: str, named: Sequence[int], hits: Sequence[RetrievedChunk]) -> str:
+    """The question as the sentence judge reads it when it names papers (`named`, positions in `hits`): each
+    citation as "the authors"; about the first named paper's title when it asks about nothing else ("What did the
+    authors find about Opportunity Unraveled: …?": a question with no topic would have the judge rate sentences
+    on no topic at all)."""
+    if not named:
+        return question
+    title = hits[named[0]].document.title
+    if not topic_words(question) and title:
+        return f"What did the authors find about {title.rstrip('.?')}?"
+    return without_citations(question)
+
+
+def topic_words(question: str) -> list[str]:
+    """The words naming what the question asks about the cited papers ([] for "What did Herbst and Hendren
+    find?" or "What is the main result of Dell (2015)?")."""
+    rest = question
+    for pattern in _CITATIONS:
+        rest = pattern.sub(" ", rest)
+    return [word for word in content_words(rest) if word.lower() not in _ASKING]
+
+
+def _stem(word: str) -> str:
+    """A word as the topic test compares it: plain, its first five letters ("productive", "productivity"), a short
+    one without a plural s ("jobs", "job")."""
+    word = plain(word).removesuffix("'s")
+    return word[:5] if len(word) > 5 else word.removesuffix("s") if len(word) > 3 else word
+
+
+def is_about(topic: Sequence[str], document: Document) -> bool:
+    """Whether the paper's title and abstract hold at least half of the question's topic words (every paper, for a
+    question about nothing else)."""
+    if not topic:
+        return True
+    held = {_stem(word) for word in _WORD.findall(f"{document.title} {document.abstract}")}
+    return 2 * sum(_stem(word) in held for word in topic) >= len(topic)
+
+
+@dataclass(frozen=True)
+class NamedPapers:
+    """The papers a question cites by their authors, as the resolve stage found them in the index."""
+
+    cited: tuple[str, ...] = ()  # doc_ids of every paper the citations may name, those named exactly first
+    on_topic: tuple[str, ...] = ()  # those the question asks about whatever retrieval finds (`is_about`)
+    missing: tuple[str, ...] = ()  # citations no indexed paper matches, as written ("Card and Krueger (1994)")
+
+
+def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
+    """The papers the question's citations may name, looked up by their surnames and year."""
+    topic = topic_words(question)
+    cited: list[Document] = []
+    missing: list[str] = []
+    for citation in citations_in(question):
+        papers = lookup(citation.surnames, citation.year, PAPERS_PER_CITATION)
+        cited += sorted(papers, key=lambda paper: not citation.names_exactly(paper))
+        # Two capitalised words joined by "and" are often no authors ("Japan and Korea"): unmistakable ones only.
+        unmistakable = citation.year is not None or citation.form == "et al." or not topic
+        missing += [] if papers or not unmistakable else [citation.written]
+    doc_ids = tuple(dict.fromkeys(paper.doc_id for paper in cited))
+    on_topic = tuple(dict.fromkeys(paper.doc_id for paper in cited if is_about(topic, paper)))
+    return NamedPapers(doc_ids, on_topic, tuple(missing))
+
+
+def named_positions(question: str, documents: Sequence[Document], within: int | None = None,
+                    on_topic: Sequence[str] = ()) -> list[int]:  # fmt: skip
+    """Positions of the passages (one per paper, in search order) whose paper a citation in the question names,
+    those named exactly first; a paper ranked at `within` or later is left out unless it is `on_topic`."""
     citations = citations_in(question)
+    if not citations:
+        return []
     seen: set[str] = set()
-    positions = []
+    exact, loose = [], []
     for position, document in enumerate(documents):
-        if document.doc_id not in seen and any(citation.names(document) for citation in citations):
-            positions.append(position)
+        ranked = within is None or position < within or document.doc_id in on_topic
+        if ranked and document.doc_id not in seen and any(citation.names(document) for citation in citations):
+            exactly = any(citation.names_exactly(document) for citation in citations)
+            (exact if exactly else loose).append(position)
         seen.add(document.doc_id)
-    return positions
+    return exact + loose
 
 
 def answered_by_named(verdict: AnswerabilityVerdict, named: Sequence[int]) -> AnswerabilityVerdict:
-    """The decision when the question names papers found at `named` (search order): the first answers, with the
-    named papers the decision chose anyway; the judges' verdict otherwise kept (its judgements, for the record)."""
+    """The decision when the question names the papers at `named` (named_positions' order): the first answers,
+    with the named papers the decision chose anyway; the judges' verdict otherwise kept (its judgements, for the
+    record)."""
     if not named:
         return verdict
     answering = tuple(sorted({named[0], *(p for p in verdict.answering if p in named)}))

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from corpus.documents import Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
 from retrieval.query import Query
@@ -110,4 +111,8 @@ class Catalog(Protocol):
 
     def paper(self, doc_id: str) -> tuple[str, int | None] | None:
         """A paper's title and year, or None when no paper has that id."""
+        ...
+
+    def papers_by_authors(self, surnames: Sequence[str], year: int | None, limit: int) -> list[Document]:
+        """The papers with an author of every surname given (plain), of `year` when given; newest first."""
         ...

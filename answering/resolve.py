@@ -6,12 +6,14 @@
     resolved.judge_query      # what the judges read: the question as a question, less its window and literature frame
     resolved.filters          # the request's filters, with the window read from the words where they left it open
     resolved.referred         # doc_ids of the earlier answer's papers the question points at ("which of those")
+    resolved.named            # the papers it cites by their authors ("What did Card and Krueger find?")
 
-Three steps: a follow-up is resolved against the earlier turns (answering.conversation; the earlier answers'
+Four steps: a follow-up is resolved against the earlier turns (answering.conversation; the earlier answers'
 cited doc_ids get their titles and years from `paper`); a time window is read from the resolved question's words
 (answering.time_window, relative words counted back from the index's latest year); the window fills only the year
 bounds the request left open (explicit filters win). A window that no paper falls in is a reason to decline
-(`decline`), and a filter on metadata some papers lack (JEL codes, years) says how many papers it leaves out.
+(`decline`), and a filter on metadata some papers lack (JEL codes, years) says how many papers it leaves out; the
+papers the question cites by their authors are looked up (answering.named_papers), for retrieval to rerank.
 
 The passage judges and the sentence judge read `judge_query`: for a question with neither history nor a window in
 its words, the question itself less "AER" before a word (the journal is no topic: "What has AER research found
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from answering.conversation import CitedPaper, Turn, plain_question, resolve_followup, without_journal
+from answering.named_papers import NamedPapers, named_papers
+from answering.named_papers import PaperLookup as AuthorsLookup
 from answering.time_window import TimeWindow, parse_time_window, without_topic_periods
 from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
@@ -58,15 +62,23 @@ class ResolvedRequest:
     filters: SearchFilters | None
     applied: AppliedFilters
     referred: tuple[str, ...] = ()  # doc_ids of the earlier answer's papers the question points at
+    named: NamedPapers = field(default_factory=NamedPapers)  # the papers it cites by their authors ("Card and Krueger")
     is_followup: bool = False
     notes: tuple[str, ...] = ()  # sentences for the response: how the question was read
     decline: str | None = None  # why no paper can answer (a window no paper falls in), or None
 
+    @property
+    def included(self) -> tuple[str, ...]:
+        """The papers retrieval reranks whether or not the question's words find them: referred to, or named."""
+        return (*self.referred, *self.named.cited)
+
 
 def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilters | None,
-                     stats: CorpusStats | None, paper: PaperLookup | None = None) -> ResolvedRequest:  # fmt: skip
-    """Resolve a follow-up, read a time window, merge it with the request's filters. stats None: no window is read
-    (without the index's latest year, "recent" means nothing) and no count is given."""
+                     stats: CorpusStats | None, paper: PaperLookup | None = None,
+                     authors: AuthorsLookup | None = None) -> ResolvedRequest:  # fmt: skip
+    """Resolve a follow-up, read a time window, merge it with the request's filters, look up the papers it cites by
+    their authors. stats None: no window is read (without the index's latest year, "recent" means nothing) and no
+    count is given; authors None: no paper is looked up."""
     turns = tuple(_with_titles(turn, paper) for turn in history)
     followup = resolve_followup(question, turns)
     query = followup.query
@@ -91,7 +103,9 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
     if stats is not None and merged is not None:
         decline = _empty_window(merged, applied, stats)
         notes.extend(missing_metadata_notes(merged, stats))
-    return ResolvedRequest(question, query, searched, judged, merged, applied, followup.refers_to_cited,
+    named = named_papers(query, authors) if authors is not None else NamedPapers()
+    notes.extend(f"No indexed paper is by {citation}." for citation in named.missing)
+    return ResolvedRequest(question, query, searched, judged, merged, applied, followup.refers_to_cited, named,
                            followup.is_followup, tuple(notes), decline)  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from answering.answerability import AnswerabilityModel, AnswerabilitySettings
@@ -19,6 +20,7 @@ from app.config import GenerationQueueSettings, GeneratorSettings, Settings
 from app.generation import GenerationQueue
 from app.metrics import ServiceMetrics
 from app.search_admission import SearchAdmission
+from corpus.documents import Document
 from corpus.search_backend import CorpusStats, SearchBackend
 from indexing.embedding import Embedder
 from models import Generator
@@ -72,7 +74,8 @@ class Services:
 
 @dataclass(frozen=True)
 class BackendCatalog:
-    """answering.ports.Catalog over the search backend: the served build's papers by year, a paper's title."""
+    """answering.ports.Catalog over the search backend: the served build's papers by year, a paper's title, the
+papers of named authors."""
 
     backend: SearchBackend
 
@@ -82,6 +85,9 @@ class BackendCatalog:
     def paper(self, doc_id: str) -> tuple[str, int | None] | None:
         found = self.backend.document(doc_id)
         return None if found is None else (found[0].title, found[0].year)
+
+    def papers_by_authors(self, surnames: Sequence[str], year: int | None, limit: int) -> list[Document]:
+        return self.backend.papers_by_authors(surnames, year, limit)
 
 
 def load_generator(settings: GeneratorSettings, generation: GenerationQueueSettings, device: str) -> Generator:

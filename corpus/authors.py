@@ -1,9 +1,11 @@
 """Authors as people, from the corpus's `authors` list in either of its forms: "Autor, David H." (one entry per
 author, or several run together as "Faccio, Mara Lang, Larry H. P. Young, Leslie" where the source did not separate
-them) or "Hunt Allcott". Shared by the citation formats (BibTeX, RIS) and the findings' attribution."""
+them) or "Hunt Allcott". Shared by the citation formats (BibTeX, RIS), the findings' attribution and the look-up of
+papers by their authors' surnames."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +25,19 @@ class Person:
         if not self.given:
             return self.last
         return f"{self.last}, {self.suffix}, {self.given}" if self.suffix else f"{self.last}, {self.given}"
+
+
+def plain(name: str) -> str:
+    """A name as a look-up compares it: lower case, accents dropped ("Antràs" -> "antras")."""
+    decomposed = unicodedata.normalize("NFKD", name.lower())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def surname_words(person: Person) -> frozenset[str]:
+    """The words a citation may name a person by, plain: the last name whole and each of its words ("De Giorgi":
+    "de giorgi", "de", "giorgi")."""
+    last = plain(person.last)
+    return frozenset({last, *last.split()})
 
 
 def _split_name(words: list[str]) -> tuple[str, str]:
@@ -71,3 +86,9 @@ def people(authors: Iterable[str]) -> list[Person]:
             last = next_last
         found.append(Person(last, pieces[-1]))
     return [person for person in found if person.last]
+
+
+def has_surnames(authors: Iterable[str], surnames: Iterable[str]) -> bool:
+    """Whether every surname given (plain) is one of the authors' ("autor", "dorn" for Autor, Dorn and Hanson)."""
+    named = [surname_words(person) for person in people(authors)]
+    return all(any(surname in words for words in named) for surname in surnames)

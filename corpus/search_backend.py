@@ -138,6 +138,11 @@ class SearchBackend(Protocol):
         """A document and the ids of its chunks in order, or None when no document has that id."""
         ...
 
+    def papers_by_authors(self, surnames: Sequence[str], year: int | None, limit: int) -> list[Document]:
+        """The documents with an author of every surname given (plain: corpus.authors.plain), of `year` when one
+        is given; newest first, at most `limit`."""
+        ...
+
     def check(self) -> None:
         """Raise BackendUnavailable when the backend cannot answer searches now (readiness)."""
         ...

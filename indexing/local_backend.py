@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from corpus.authors import people, surname_words
 from corpus.documents import Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import BackendInfo, CorpusStats, ScoredChunk, StoredChunk
@@ -29,6 +30,11 @@ class LocalIndexBackend:
         # Per-chunk years, so a year filter is one vectorised comparison (-1: no year known).
         self._years = np.array([_year_or_missing(index.documents[chunk.doc_id].year) for chunk in index.chunks],
                                dtype=np.int64)  # fmt: skip
+        self._papers_by_surname: dict[str, set[str]] = {}
+        for document in index.documents.values():
+            for person in people(document.authors):
+                for word in surname_words(person):
+                    self._papers_by_surname.setdefault(word, set()).add(document.doc_id)
         embedding = index.manifest["embedding"]
         self._info = BackendInfo(
             kind="local",
@@ -79,6 +85,14 @@ class LocalIndexBackend:
     def document(self, doc_id: str) -> tuple[Document, list[str]] | None:
         document = self._index.documents.get(doc_id)
         return None if document is None else (document, list(self._chunk_ids_of.get(doc_id, [])))
+
+    def papers_by_authors(self, surnames: Sequence[str], year: int | None, limit: int) -> list[Document]:
+        if not surnames:
+            return []
+        doc_ids = set.intersection(*(self._papers_by_surname.get(surname, set()) for surname in surnames))
+        found = [self._index.documents[doc_id] for doc_id in doc_ids]
+        found = [document for document in found if year is None or document.year == year]
+        return sorted(found, key=lambda document: (-(document.year or 0), document.doc_id))[:limit]
 
     def check(self) -> None:
         """Always ready: the build was validated and loaded whole at start."""

@@ -25,6 +25,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from corpus.authors import has_surnames, plain
 from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import BackendInfo, BackendUnavailable, CorpusStats, ScoredChunk, StoredChunk
@@ -37,6 +38,12 @@ from indexing.postgres.writer import safe_dsn
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 HNSW_MAX_EF_SEARCH = 1000  # pgvector's limit
+
+
+# Accented letters and the plain ones corpus.authors.plain makes of them, for SQL's translate().
+_ACCENTED = "àáâãäåāăąçćčèéêëēėęěìíîïīįñńňòóôõöōőùúûüūůűųýÿšśşžźżğ"
+_UNACCENTED = "".join(plain(letter) for letter in _ACCENTED)
+assert len(_UNACCENTED) == len(_ACCENTED)
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,24 @@ class PostgresBackend:
                         "ORDER BY c.chunk_no) FROM {s}.documents d WHERE d.doc_id = %s")
                 .format(s=sql.Identifier(build.schema)), [doc_id]).fetchone()  # fmt: skip
             return None if row is None else (Document.from_json(row[0]), list(row[1]))
+
+        return self._call(look_up)
+
+    def papers_by_authors(self, surnames: Sequence[str], year: int | None, limit: int) -> list[Document]:
+        if not surnames:
+            return []
+
+        def look_up(connection: psycopg.Connection[Any], build: _Build) -> list[Document]:
+            # Authors' text (accents dropped as SQL can) holding every surname narrows; the names decide after.
+            patterns = ["%" + surname.replace("\\", "").replace("%", "").replace("_", "") + "%" for surname in surnames]
+            rows = connection.execute(
+                sql.SQL("SELECT d.record FROM {s}.documents d WHERE translate(lower(d.record->>'authors'), %s, %s) "
+                        "LIKE ALL(%s) AND (%s::int IS NULL OR (d.record->>'year')::int = %s::int)")
+                .format(s=sql.Identifier(build.schema)),
+                [_ACCENTED, _UNACCENTED, patterns, year, year]).fetchall()  # fmt: skip
+            found = [Document.from_json(row[0]) for row in rows]
+            found = [document for document in found if has_surnames(document.authors, surnames)]
+            return sorted(found, key=lambda document: (-(document.year or 0), document.doc_id))[:limit]
 
         return self._call(look_up)
 

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from answering.answerability import AnswerabilityVerdict
 from answering.answerer import Question
-from answering.named_papers import Citation, answered_by_named, citations_in, named_positions, without_citations
-from corpus.documents import Document
+from answering.named_papers import (
+    Citation,
+    NamedPapers,
+    answered_by_named,
+    citations_in,
+    is_about,
+    judged_question,
+    named_papers,
+    named_positions,
+    topic_words,
+    without_citations,
+)
+from corpus.documents import Chunk, Document
+from retrieval.types import RetrievedChunk
 
 
 def paper(doc_id: str, authors: list[str], year: int) -> Document:
@@ -17,15 +31,18 @@ def paper(doc_id: str, authors: list[str], year: int) -> Document:
 CHINA = paper("10.1/china", ["David H Autor", "David Dorn", "Gordon H Hanson"], 2013)
 GEOGRAPHY = paper("10.1/geo", ["Autor, David H.", "Dorn, David", "Hanson, Gordon H."], 2013)  # "Last, First"
 TRANSFERS = paper("10.1/cash", ["Angelucci, Manuela De Giorgi, Giacomo"], 2009)  # two authors in one string
-WAGES = paper("10.1/wages", ["Kevin Lang", "Michael Manove"], 2011)
+WAGES = paper("10.1/wages", ["Kevin Lang"], 2011)
+POLARIZATION = paper("10.1/polar", ["David H Autor", "David Dorn"], 2013)
 
 
 @pytest.mark.parametrize(("question", "citations"), [
     ("What did Autor, Dorn and Hanson find about import competition?", [Citation(("autor", "dorn", "hanson"))]),
     ("What did Autor, Dorn, and Hanson (2013) find?", [Citation(("autor", "dorn", "hanson"), 2013)]),
-    ("Is Chetty et al. right about teachers?", [Citation(("chetty",))]),
-    ("What does Poterba's (2014) lecture say?", [Citation(("poterba",), 2014)]),
+    ("Is Chetty et al. right about teachers?", [Citation(("chetty",), form="et al.")]),
+    ("What does Poterba's (2014) lecture say?", [Citation(("poterba",), 2014, "alone")]),
     ("What did Angelucci and De Giorgi find?", [Citation(("angelucci", "de"))]),
+    ("What did Antràs and Helpman find?", [Citation(("antras", "helpman"))]),  # compared without accents
+    ("What did O'Brien and Postel-Vinay find?", [Citation(("o'brien", "postel-vinay"))]),
     # a lone capitalised word is no name
     ("Do Black workers earn less than White workers?", []),
     ("How did the 2008 crisis (2008) change lending?", []),
@@ -43,6 +60,59 @@ def test_a_paper_is_named_when_every_surname_is_its_authors_and_the_year_its() -
     assert named_positions("Do Black and White workers earn the same?", found) == []  # no such authors
 
 
+def test_papers_whose_authors_are_exactly_the_cited_ones_come_first() -> None:
+    found = [CHINA, POLARIZATION, WAGES]
+    assert named_positions("What did Autor and Dorn find about jobs?", found) == [1, 0]  # two authors: theirs first
+    assert named_positions("What did Autor et al. find about jobs?", found) == [0, 1]  # three or more first
+    assert named_positions("What did Lang (2011) find about wages?", found) == [2]
+
+
+def test_a_named_paper_ranked_past_the_evidence_answers_only_when_the_question_is_about_it() -> None:
+    found = [WAGES, TRANSFERS, CHINA]
+    assert named_positions("What did Autor, Dorn and Hanson find about central banks?", found, within=2) == []
+    assert named_positions("What did Autor, Dorn and Hanson find?", found, 2, on_topic=["10.1/china"]) == [2]
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("What did Herbst and Hendren find?", []),
+    ("Summarize what Herbst and Hendren found.", []),
+    ("What are the key findings of Dell (2015)?", []),
+    ("What did Jensen and Miller find about rice?", ["rice"]),
+    ("What did Card et al. find about unemployment benefits?", ["unemployment", "benefits"]),
+])  # fmt: skip
+def test_the_topic_is_what_the_question_asks_besides_its_citations(question: str, topic: list[str]) -> None:
+    assert topic_words(question) == topic
+
+
+def test_a_paper_is_about_the_topic_when_it_holds_half_its_words() -> None:
+    giffen = Document("g", "g", "Giffen Behavior and Subsistence Consumption", "We find Giffen behavior for rice in "
+                      "Hunan among résumés of productivity.", "", "2008", 2008, ["Robert T. Jensen", "Nolan Miller"])
+    assert is_about([], giffen)  # a question about nothing else
+    assert is_about(["rice"], giffen) and is_about(["Rice", "prices"], giffen)
+    assert is_about(["resumes", "productive", "workers"], giffen)  # accents, five-letter stems: 2 of 3
+    assert not is_about(["dolphin", "migration", "routes"], giffen)
+    assert not is_about(["price", "crude", "oil", "futures"], giffen)
+
+
+def test_the_cited_papers_are_looked_up_by_their_surnames_and_year_exact_authors_first() -> None:
+    papers = [CHINA, POLARIZATION, GEOGRAPHY, WAGES]
+    asked: list[tuple] = []
+
+    def lookup(surnames, year, limit):
+        asked.append((surnames, year, limit))
+        return [p for p in papers if Citation(surnames, year).names(p)][:limit]
+
+    everything = ("10.1/polar", "10.1/china", "10.1/geo")
+    assert named_papers("What did Autor and Dorn (2013) find?", lookup) == NamedPapers(everything, everything)
+    assert asked == [(("autor", "dorn"), 2013, 8)]
+    assert named_papers("What did Autor and Dorn (2013) find about dolphins?", lookup) == NamedPapers(everything)
+    assert named_papers("What did Kahneman and Tversky find?", lookup) == NamedPapers(missing=("Kahneman and Tversky",))
+    assert named_papers("What did Kahneman and Tversky (1979) find about risk?", lookup).missing == (
+        "Kahneman and Tversky (1979)",)
+    assert named_papers("Do Japan and Korea vote for smaller welfare states?", lookup) == NamedPapers()  # no authors
+    assert named_papers("What do minimum wages do?", lookup) == NamedPapers()
+
+
 def test_the_first_named_paper_answers_with_the_named_papers_the_decision_chose() -> None:
     declined = AnswerabilityVerdict("not_covered", 0.01, "no passage reaches P(answers) 0.36")
     answered = answered_by_named(declined, [4, 6])
@@ -56,6 +126,15 @@ def test_the_first_named_paper_answers_with_the_named_papers_the_decision_chose(
 def test_the_sentence_judge_reads_the_authors_as_the_authors() -> None:
     assert without_citations("What did Autor, Dorn and Hanson find about import competition?") == (
         "What did the authors find about import competition?")
+    hits = [RetrievedChunk(Chunk("w#0", "w", 0, "An abstract.", 0, 12, "", False), WAGES),
+            RetrievedChunk(Chunk("c#0", "c", 0, "An abstract.", 0, 12, "", False),
+                           replace(CHINA, title="The China Syndrome."))]  # fmt: skip
+    asked = "What did Autor, Dorn and Hanson find about import competition?"
+    assert judged_question(asked, [1], hits) == "What did the authors find about import competition?"
+    assert judged_question(asked, [], hits) == asked  # no named paper found: the question as asked
+    # a question about nothing but the paper is read as one about its title
+    assert judged_question("What did Autor, Dorn and Hanson find?", [1], hits) == (
+        "What did the authors find about The China Syndrome?")
 
 
 def test_a_question_naming_a_papers_authors_is_answered_from_that_paper(make_services) -> None:
@@ -65,3 +144,13 @@ def test_a_question_naming_a_papers_authors_is_answered_from_that_paper(make_ser
     assert "names the paper by its authors" in prepared.verdict.reason
     cited = [prepared.hits[finding.passage - 1].chunk.doc_id for finding in prepared.findings]
     assert cited == ["10.1257/test.3"]  # the authors' paper on the question's topic, not all their papers
+
+
+def test_a_question_about_nothing_but_a_named_paper_is_answered_from_it(make_services) -> None:
+    answerer = make_services().answerer
+    prepared = answerer.prepare(Question(query="What did Doe and Roe (2012) find?"))
+    assert prepared.coverage == "covered"
+    cited = [prepared.hits[finding.passage - 1].chunk.doc_id for finding in prepared.findings]
+    assert cited == ["10.1257/test.3"]  # their 2012 paper, though the words name no topic
+    missing = answerer.prepare(Question(query="What did Doe and Roe (2030) find?"))
+    assert "No indexed paper is by Doe and Roe (2030)." in missing.notes and not missing.findings

@@ -4,6 +4,7 @@ import pytest
 
 from answering.conversation import CitedPaper, Turn
 from answering.resolve import resolve_question
+from corpus.documents import Document
 from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
 
@@ -134,3 +135,20 @@ def test_a_followup_is_searched_with_the_carried_terms_and_judged_as_a_question(
 def test_a_question_python_strips_to_nothing_is_searched_as_asked() -> None:
     resolved = resolve_question("\u0085", (), None, None)
     assert resolved.retrieval_query == "\u0085" and resolved.judge_query == "\u0085"
+
+
+def test_papers_cited_by_their_authors_are_looked_up_and_reranked_with_the_referred_ones() -> None:
+    china = Document("c", "c", "The China Syndrome", "Import competition raised unemployment.", "", "2013", 2013,
+                     ["David H Autor", "David Dorn", "Gordon H Hanson"])  # fmt: skip
+
+    def authors(surnames, year, limit):
+        return [china] if {"autor", "dorn"} >= set(surnames) and year in (None, 2013) else []
+
+    resolved = resolve_question("What did Autor and Dorn find about import competition?", (), None, STATS,
+                                TITLES.get, authors)  # fmt: skip
+    assert resolved.named.cited == resolved.named.on_topic == ("c",) and resolved.included == ("c",)
+    followup = resolve_question("Which of those is about import competition? Autor and Dorn (2013), say?", HISTORY,
+                                None, STATS, TITLES.get, authors)  # fmt: skip
+    assert followup.included == ("a", "b", "c")  # the earlier answer's papers, then the named one
+    missing = resolve_question("What did Autor and Dorn (2015) find?", (), None, STATS, TITLES.get, authors)
+    assert missing.included == () and "No indexed paper is by Autor and Dorn (2015)." in missing.notes

@@ -7,6 +7,7 @@ import pytest
 from indexing.cli import main
 from indexing.embedding import Embedder
 from indexing.index import PublishedIndex
+from indexing.local_backend import LocalIndexBackend
 from indexing.pipeline import IngestionPipeline, IngestionSettings, IngestionSummary
 
 pytestmark = pytest.mark.slow
@@ -45,3 +46,15 @@ def test_rerun_is_a_noop_and_check_passes(real_index_build: IngestionSummary, re
     settings = IngestionSettings(corpus=real_corpus, out_dir=out)
     assert IngestionPipeline(settings).run().status == "unchanged"
     assert main(["--corpus", str(real_corpus), "--out", str(out), "--check"]) == 0
+
+
+@pytest.mark.parametrize(("surnames", "year", "title"), [
+    (("autor", "dorn", "hanson"), 2013, "The China Syndrome: Local Labor Market Effects of Import Competition in "
+                                        "the United States"),
+    (("antras", "helpman"), None, "Contracts and Technology Adoption"),  # "Antràs, Pol", asked for unaccented
+    (("jensen", "miller"), None, "Giffen Behavior and Subsistence Consumption"),  # two authors in one string
+])  # fmt: skip
+def test_papers_are_found_by_their_authors_surnames(real_index_build: IngestionSummary, surnames: tuple[str, ...],
+                                                    year: int | None, title: str) -> None:  # fmt: skip
+    backend = LocalIndexBackend(PublishedIndex.load(real_index_build.index_dir))
+    assert title in [document.title for document in backend.papers_by_authors(surnames, year, 8)]

@@ -22,6 +22,9 @@ COMMON = ["effect", "model", "market", "price", "evidence", "policy", "firm", "l
 RARE = ["auction", "bank", "credit", "school", "tax", "carbon", "inflation", "voucher", "insurance", "migration",
         "monopsony", "tariff", "lottery", "mortgage", "pension", "rainfall", "union", "patent", "cartel", "bond"]
 
+# Authors in the corpus's forms ("Last, Given", "Given Last", several in one string, accents), and none.
+AUTHORS = [["Autor, David H.", "Dorn, David"], ["David H Autor", "David Dorn", "Gordon H Hanson"], ["Antràs, Pol"],
+           ["Acemoglu, Daron Johnson, Simon Robinson, James A."], ["Angelucci, Manuela De Giorgi, Giacomo"], []]
 JEL = ["J31", "J23", "D83", "E52", "G21", "F14", "H23", "Q54", "I21", "O16"]
 
 
@@ -78,7 +81,8 @@ def make_content(documents_count: int = 150, seed: int = 0, chunks_per_document:
         abstract = " ".join(texts)
         documents.append(Document(doc_id=doc_id, doi=doc_id, title=f"Paper {number}", abstract=abstract,
                                   abstract_original=abstract, date="" if year is None else str(year), year=year,
-                                  jel_codes=jel, row_number=number + 1))  # fmt: skip
+                                  authors=AUTHORS[number % len(AUTHORS)], jel_codes=jel,
+                                  row_number=number + 1))  # fmt: skip
         start = 0
         for position, text in enumerate(texts):
             chunk_id = f"{doc_id}#{position}"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from corpus.authors import has_surnames
 from corpus.filters import SearchFilters
 from corpus.search_backend import SearchBackend
 from indexing.postgres.backend import PostgresBackend
@@ -208,3 +209,21 @@ def test_similarities_and_look_ups(backend: PostgresBackend, content: BuildConte
     assert document == content.documents[2]
     assert chunk_ids == [chunk.chunk_id for chunk in content.chunks if chunk.doc_id == document.doc_id]
     assert backend.document("no-such-doc") is None
+
+
+
+@pytest.mark.parametrize("surnames", [
+    ("autor", "dorn"), ("autor", "dorn", "hanson"), ("antras",),  # "Antràs" asked for unaccented
+    ("de",), ("giorgi", "angelucci"), ("robinson",),
+])  # fmt: skip
+def test_papers_by_authors_are_every_paper_with_each_surname_newest_first(
+    backend: PostgresBackend, content: BuildContent, surnames: tuple[str, ...]
+) -> None:
+    expected = [d for d in content.documents if has_surnames(d.authors, surnames)]
+    expected.sort(key=lambda document: (-(document.year or 0), document.doc_id))
+    assert len(expected) > 10
+    assert backend.papers_by_authors(surnames, None, 10) == expected[:10]
+    year = expected[3].year
+    assert backend.papers_by_authors(surnames, year, 50) == [d for d in expected if d.year == year]
+    assert backend.papers_by_authors((*surnames, "hendren"), None, 10) == []  # no paper of theirs has him
+    assert backend.papers_by_authors((), None, 10) == []
