@@ -22,11 +22,13 @@ question less its window words and its literature frame ("Before 2010, what did 
 -> "Whether X?": the window words and the frame around them ask about publication, which the year filter answers,
 and the judges read them as a near miss); for a follow-up, its `wording` (answering.conversation: a question, not
 the carried terms); in every case less the topic's bounded periods ("… in advanced economies after 2008":
-answering.time_window.without_topic_periods), which retrieval keeps.
+answering.time_window.without_topic_periods), which retrieval keeps, and less a plural possessive's apostrophe
+("students' scores" -> "students scores").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -39,6 +41,9 @@ from corpus.filters import SearchFilters
 from corpus.search_backend import CorpusStats
 
 Source = Literal["request", "question words"]
+# The apostrophe of a plural possessive ("students' test scores"): the judges read the question without it (with
+# it, "… affected Black Americans' outcomes?" was judged P 0.08 against 0.4 and more without; docs/answering.md).
+_PLURAL_POSSESSIVE = re.compile(r"(?<=s)['’](?=\s)")
 PaperLookup = Callable[[str], "tuple[str, int | None] | None"]
 
 
@@ -97,6 +102,7 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
     elif window is not None and searched != query:
         judged = plain_question(searched)
     judged = without_topic_periods(judged)
+    judged = _PLURAL_POSSESSIVE.sub("", judged)
     # A question of characters Python strips but the API keeps ("\u0085") is searched as asked, never as nothing.
     searched, judged = (text if text.strip() else question for text in (searched, judged))
     decline = None

@@ -152,3 +152,10 @@ def test_papers_cited_by_their_authors_are_looked_up_and_reranked_with_the_refer
     assert followup.included == ("a", "b", "c")  # the earlier answer's papers, then the named one
     missing = resolve_question("What did Autor and Dorn (2015) find?", (), None, STATS, TITLES.get, authors)
     assert missing.included == () and "No indexed paper is by Autor and Dorn (2015)." in missing.notes
+
+
+def test_the_judges_read_a_plural_possessive_without_its_apostrophe() -> None:
+    resolved = resolve("Does providing free school meals raise students' attendance, and the firm's profits?")
+    assert resolved.judge_query == "Does providing free school meals raise students attendance, and the firm's profits?"
+    assert resolved.retrieval_query == resolved.query  # retrieval searches the words as asked
+    assert resolve("Did the 1990s’ reforms work?").judge_query == "Did the 1990s reforms work?"
