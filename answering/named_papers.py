@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from answering.answerability import AnswerabilityVerdict
 from answering.conversation import content_words
-from corpus.authors import has_surnames, people, plain
+from corpus.authors import has_surnames, people, plain, surname_words
 from corpus.documents import Document
 from retrieval.types import RetrievedChunk
 
@@ -42,6 +42,8 @@ _SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+")
 _ASKING = frozenset({"main", "key", "central", "core", "principal", "primary", "headline", "overall", "summarize",
                      "summarise", "summary", "argue", "argues", "argued", "claim", "claims", "conclusions",
                      "contribution", "contributions", "learn", "learned"})
+_REPORTED = re.compile(r"\b(?:find|finds|found|show|shows|showed|shown|argue|argues|argued|conclude|concludes|"
+                       r"concluded|claim|claims|results?|findings?|paper|study|say|says|said)\b", re.IGNORECASE)
 PAPERS_PER_CITATION = 8  # the most papers of one citation reranked with the passages found ("Chetty et al.")
 
 PaperLookup = Callable[[Sequence[str], "int | None", int], "list[Document]"]
@@ -63,7 +65,7 @@ class Citation:
         or more, "A (2002)" A alone."""
         authors = people(document.authors)
         if self.form == "et al.":
-            return len(authors) >= 3 and plain(authors[0].last).endswith(self.surnames[0])
+            return len(authors) >= 3 and self.surnames[0] in surname_words(authors[0])
         return len(authors) == (1 if self.form == "alone" else len(self.surnames)) and self.names(document)
 
 
@@ -146,8 +148,10 @@ def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
     for citation in citations_in(question):
         papers = lookup(citation.surnames, citation.year, PAPERS_PER_CITATION)
         cited += sorted(papers, key=lambda paper: not citation.names_exactly(paper))
-        # Two capitalised words joined by "and" are often no authors ("Japan and Korea"): unmistakable ones only.
-        unmistakable = citation.year is not None or citation.form == "et al." or not topic
+        # Two capitalised words joined by "and" are often no authors ("What about Japan and Korea?"): only a
+        # citation that cannot be anything else is said to be missing.
+        unmistakable = citation.year is not None or citation.form == "et al." or bool(
+            not topic and _REPORTED.search(question))
         missing += [] if papers or not unmistakable else [citation.written]
     doc_ids = tuple(dict.fromkeys(paper.doc_id for paper in cited))
     on_topic = tuple(dict.fromkeys(paper.doc_id for paper in cited if is_about(topic, paper)))

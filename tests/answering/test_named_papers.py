@@ -110,6 +110,7 @@ def test_the_cited_papers_are_looked_up_by_their_surnames_and_year_exact_authors
     assert named_papers("What did Kahneman and Tversky (1979) find about risk?", lookup).missing == (
         "Kahneman and Tversky (1979)",)
     assert named_papers("Do Japan and Korea vote for smaller welfare states?", lookup) == NamedPapers()  # no authors
+    assert named_papers("What about Japan and Korea?", lookup) == NamedPapers()  # nothing says it cites anyone
     assert named_papers("What do minimum wages do?", lookup) == NamedPapers()
 
 
