@@ -138,6 +138,7 @@ class NamedPapers:
     cited: tuple[str, ...] = ()  # doc_ids of every paper the citations may name, those named exactly first
     on_topic: tuple[str, ...] = ()  # those the question asks about whatever retrieval finds (`is_about`)
     missing: tuple[str, ...] = ()  # citations no indexed paper matches, as written ("Card and Krueger (1994)")
+    title: str = ""  # the first one's, when the question asks about nothing else: what retrieval searches for
 
 
 def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
@@ -155,7 +156,8 @@ def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
         missing += [] if papers or not unmistakable else [citation.written]
     doc_ids = tuple(dict.fromkeys(paper.doc_id for paper in cited))
     on_topic = tuple(dict.fromkeys(paper.doc_id for paper in cited if is_about(topic, paper)))
-    return NamedPapers(doc_ids, on_topic, tuple(missing))
+    title = cited[0].title if cited and not topic else ""
+    return NamedPapers(doc_ids, on_topic, tuple(missing), title)
 
 
 def named_positions(question: str, documents: Sequence[Document], within: int | None = None,

@@ -13,7 +13,8 @@ cited doc_ids get their titles and years from `paper`); a time window is read fr
 (answering.time_window, relative words counted back from the index's latest year); the window fills only the year
 bounds the request left open (explicit filters win). A window that no paper falls in is a reason to decline
 (`decline`), and a filter on metadata some papers lack (JEL codes, years) says how many papers it leaves out; the
-papers the question cites by their authors are looked up (answering.named_papers), for retrieval to rerank.
+papers the question cites by their authors are looked up (answering.named_papers), for retrieval to rerank; a
+question about nothing but such a paper searches for its title too.
 
 The passage judges and the sentence judge read `judge_query`: for a question with neither history nor a window in
 its words, the question itself less "AER" before a word (the journal is no topic: "What has AER research found
@@ -111,6 +112,8 @@ def resolve_question(question: str, history: Sequence[Turn], filters: SearchFilt
         notes.extend(missing_metadata_notes(merged, stats))
     named = named_papers(query, authors) if authors is not None else NamedPapers()
     notes.extend(f"No indexed paper is by {citation}." for citation in named.missing)
+    if named.title:  # "What did Herbst and Hendren find?" searches for their paper and the papers beside it
+        searched = f"{searched} ({named.title})"
     return ResolvedRequest(question, query, searched, judged, merged, applied, followup.refers_to_cited, named,
                            followup.is_followup, tuple(notes), decline)  # fmt: skip
 

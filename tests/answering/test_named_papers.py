@@ -103,7 +103,8 @@ def test_the_cited_papers_are_looked_up_by_their_surnames_and_year_exact_authors
         return [p for p in papers if Citation(surnames, year).names(p)][:limit]
 
     everything = ("10.1/polar", "10.1/china", "10.1/geo")
-    assert named_papers("What did Autor and Dorn (2013) find?", lookup) == NamedPapers(everything, everything)
+    assert named_papers("What did Autor and Dorn (2013) find?", lookup) == NamedPapers(everything, everything,
+                                                                                       title="A title")
     assert asked == [(("autor", "dorn"), 2013, 8)]
     assert named_papers("What did Autor and Dorn (2013) find about dolphins?", lookup) == NamedPapers(everything)
     assert named_papers("What did Kahneman and Tversky find?", lookup) == NamedPapers(missing=("Kahneman and Tversky",))

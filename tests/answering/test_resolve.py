@@ -147,6 +147,10 @@ def test_papers_cited_by_their_authors_are_looked_up_and_reranked_with_the_refer
     resolved = resolve_question("What did Autor and Dorn find about import competition?", (), None, STATS,
                                 TITLES.get, authors)  # fmt: skip
     assert resolved.named.cited == resolved.named.on_topic == ("c",) and resolved.included == ("c",)
+    assert resolved.retrieval_query == "What did Autor and Dorn find about import competition?"
+    alone = resolve_question("What did Autor and Dorn find?", (), None, STATS, TITLES.get, authors)
+    assert alone.retrieval_query == "What did Autor and Dorn find? (The China Syndrome)"  # searched for by its title
+    assert alone.judge_query == "What did Autor and Dorn find?"
     followup = resolve_question("Which of those is about import competition? Autor and Dorn (2013), say?", HISTORY,
                                 None, STATS, TITLES.get, authors)  # fmt: skip
     assert followup.included == ("a", "b", "c")  # the earlier answer's papers, then the named one
