@@ -274,7 +274,7 @@ class Answerer:
         evidence_k = max(self.settings.evidence_k, max_papers)
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         query = self.search.encode(resolved.retrieval_query)
-        outside: str | None = None  # outside economics: declined, not reranked (not asked of named papers' questions)
+        outside: str | None = None  # outside economics: declined, not reranked (never asked of a named paper's)
         if self.answerability is not None and wanted and self.domain is not None and not resolved.named.on_topic:
             with timer.stage("domain"):
                 outside = self.domain.decline_reason(query.vector)

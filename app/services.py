@@ -75,7 +75,7 @@ class Services:
 @dataclass(frozen=True)
 class BackendCatalog:
     """answering.ports.Catalog over the search backend: the served build's papers by year, a paper's title, the
-papers of named authors."""
+    papers of named authors."""
 
     backend: SearchBackend
 

@@ -104,6 +104,11 @@ class BackendInfo:
     stats: CorpusStats | None = None  # papers by year and without JEL codes (None: the backend does not know)
 
 
+def newest_first(documents: Iterable[Document]) -> list[Document]:
+    """Documents by year, newest first (those without a year last), then by id: `papers_by_authors`' order."""
+    return sorted(documents, key=lambda document: (-(document.year or 0), document.doc_id))
+
+
 @runtime_checkable
 class SearchBackend(Protocol):
     """Keyword and vector search over chunks, and look-ups by id. Every method may raise BackendUnavailable."""

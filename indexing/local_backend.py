@@ -13,7 +13,7 @@ import numpy as np
 from corpus.authors import people, surname_words
 from corpus.documents import Document
 from corpus.filters import SearchFilters
-from corpus.search_backend import BackendInfo, CorpusStats, ScoredChunk, StoredChunk
+from corpus.search_backend import BackendInfo, CorpusStats, ScoredChunk, StoredChunk, newest_first
 from indexing.index import PublishedIndex
 
 
@@ -92,7 +92,7 @@ class LocalIndexBackend:
         doc_ids = set.intersection(*(self._papers_by_surname.get(surname, set()) for surname in surnames))
         found = [self._index.documents[doc_id] for doc_id in doc_ids]
         found = [document for document in found if year is None or document.year == year]
-        return sorted(found, key=lambda document: (-(document.year or 0), document.doc_id))[:limit]
+        return newest_first(found)[:limit]
 
     def check(self) -> None:
         """Always ready: the build was validated and loaded whole at start."""

@@ -28,7 +28,14 @@ from psycopg import sql
 from corpus.authors import has_surnames, plain
 from corpus.documents import Chunk, Document
 from corpus.filters import SearchFilters
-from corpus.search_backend import BackendInfo, BackendUnavailable, CorpusStats, ScoredChunk, StoredChunk
+from corpus.search_backend import (
+    BackendInfo,
+    BackendUnavailable,
+    CorpusStats,
+    ScoredChunk,
+    StoredChunk,
+    newest_first,
+)
 from indexing.bm25 import Bm25Settings, Bm25Tokenizer
 from indexing.postgres.keyword import KeywordSettings, KeywordStats, PostingCache, QueryTerm, top_chunks, warm
 from indexing.postgres.pool import ConnectionPool, PoolExhausted
@@ -191,7 +198,7 @@ class PostgresBackend:
                 [_ACCENTED, _UNACCENTED, patterns, year, year]).fetchall()  # fmt: skip
             found = [Document.from_json(row[0]) for row in rows]
             found = [document for document in found if has_surnames(document.authors, surnames)]
-            return sorted(found, key=lambda document: (-(document.year or 0), document.doc_id))[:limit]
+            return newest_first(found)[:limit]
 
         return self._call(look_up)
 

@@ -10,7 +10,7 @@ from rank_bm25 import BM25Okapi
 
 from corpus.authors import has_surnames
 from corpus.filters import SearchFilters
-from corpus.search_backend import SearchBackend
+from corpus.search_backend import SearchBackend, newest_first
 from indexing.postgres.backend import PostgresBackend
 from indexing.postgres.keyword import KeywordSettings
 from indexing.targets import BuildContent
@@ -219,8 +219,7 @@ def test_similarities_and_look_ups(backend: PostgresBackend, content: BuildConte
 def test_papers_by_authors_are_every_paper_with_each_surname_newest_first(
     backend: PostgresBackend, content: BuildContent, surnames: tuple[str, ...]
 ) -> None:
-    expected = [d for d in content.documents if has_surnames(d.authors, surnames)]
-    expected.sort(key=lambda document: (-(document.year or 0), document.doc_id))
+    expected = newest_first(d for d in content.documents if has_surnames(d.authors, surnames))
     assert len(expected) > 10
     assert backend.papers_by_authors(surnames, None, 10) == expected[:10]
     year = expected[3].year
