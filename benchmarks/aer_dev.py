@@ -56,7 +56,15 @@ from answering.answerer import AnsweringSettings
 from answering.citations import is_refusal, is_service_sentence, sentences_of, strip_markers
 from benchmarks.common import REPO_ROOT, RESULTS_DIR, git_commit, machine, relative, write_results
 from benchmarks.finding_figures import FindingFigures
-from benchmarks.service import ServiceConfig, ask_streamed, cpu_seconds, median, served
+from benchmarks.service import (
+    ServiceConfig,
+    add_config_arguments,
+    ask_streamed,
+    configs_from,
+    cpu_seconds,
+    median,
+    served,
+)
 from indexing.index import PublishedIndex
 from retrieval.reranker import DEFAULT_RERANKER_DIR, CrossEncoderReranker, passage_text
 from training.evaluation.dev_questions import (
@@ -335,10 +343,7 @@ def table(results: dict[str, dict], kinds: tuple[str, ...] = KINDS) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.aer_dev", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--config", action="append", type=ServiceConfig.parse,
-                        help="LABEL[:AER_RAG_X=V,…] (repeatable)")  # fmt: skip
-    parser.add_argument("--repo", action="append", default=[], help="LABEL=PATH: serve that configuration from "
-                        "another checkout (its own code and weights, this run's index)")  # fmt: skip
+    add_config_arguments(parser)
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
     parser.add_argument("--kinds", type=parse_kinds, default=KINDS, help="comma-separated question kinds (e.g. "
@@ -348,13 +353,7 @@ def main() -> None:
                         "saved answers (var/aer_dev/LABEL.json) without serving them again")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    configs = args.config or [ServiceConfig("default")]
-    for spec in args.repo:
-        label, _, path = spec.partition("=")
-        matching = [config for config in configs if config.label == label]
-        if not matching or not path:
-            raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
-        matching[0].repo = Path(path).resolve()
+    configs = configs_from(args)
     kinds: tuple[str, ...] = args.kinds
     questions = [q for q in with_resolved_forms(load_dev_questions() + load_dev_questions(MORE_QUESTIONS))
                  if q.kind in kinds][: args.limit]  # fmt: skip

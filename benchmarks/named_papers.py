@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.common import REPO_ROOT, git_commit, machine, relative, write_results
-from benchmarks.service import ServiceConfig, served
+from benchmarks.service import add_config_arguments, configs_from, served
 
 QUESTIONS = REPO_ROOT / "eval" / "named_papers" / "questions.jsonl"
 DETAILS = REPO_ROOT / "var" / "named_papers"
@@ -69,19 +69,10 @@ def summarize(records: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.named_papers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--config", action="append", type=ServiceConfig.parse,
-                        help="LABEL[:AER_RAG_X=V,…] (repeatable)")  # fmt: skip
-    parser.add_argument("--repo", action="append", default=[], help="LABEL=PATH: serve that configuration from "
-                        "another checkout")  # fmt: skip
+    add_config_arguments(parser)
     parser.add_argument("--index", type=Path, default=REPO_ROOT / "var" / "index")
     args = parser.parse_args()
-    configs = args.config or [ServiceConfig("default")]
-    for spec in args.repo:
-        label, _, path = spec.partition("=")
-        matching = [config for config in configs if config.label == label]
-        if not matching or not path:
-            raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
-        matching[0].repo = Path(path).resolve()
+    configs = configs_from(args)
     questions = load_questions()
     DETAILS.mkdir(parents=True, exist_ok=True)
     results = {}

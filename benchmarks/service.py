@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -54,6 +55,27 @@ class ServiceConfig:
         if not label or any(not key.startswith("AER_RAG_") for key in env):
             raise SystemExit(f"--config {spec!r}: use LABEL or LABEL:AER_RAG_NAME=VALUE,…")
         return cls(label, env)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--config LABEL[:AER_RAG_X=V,…]` and `--repo LABEL=PATH`, both repeatable (read back by `configs_from`)."""
+    parser.add_argument("--config", action="append", type=ServiceConfig.parse,
+                        help="LABEL[:AER_RAG_X=V,…] (repeatable)")  # fmt: skip
+    parser.add_argument("--repo", action="append", default=[], help="LABEL=PATH: serve that configuration from "
+                        "another checkout (its own code and weights, this run's index)")  # fmt: skip
+
+
+def configs_from(args: argparse.Namespace) -> list[ServiceConfig]:
+    """The configurations `add_config_arguments` read (the default settings when none), each `--repo` set on its
+    label's configuration."""
+    configs = args.config or [ServiceConfig("default")]
+    for spec in args.repo:
+        label, _, path = spec.partition("=")
+        matching = [config for config in configs if config.label == label]
+        if not matching or not path:
+            raise SystemExit(f"--repo {spec!r}: use LABEL=PATH with the LABEL of a --config")
+        matching[0].repo = Path(path).resolve()
+    return configs
 
 
 def cpu_seconds(pid: int) -> float | None:
