@@ -63,7 +63,7 @@ _CLAUSE_AFTER_VERB = re.compile(r"^(?!(?:that|how|whether|why|what|when|which|wh
 _CLAUSE_LEAD = re.compile(r"\bthat\b|\b(?:but|and|or|while|although|whereas|yet|so|as|since|because|if|when|than)$",
                           re.IGNORECASE)  # fmt: skip
 # A second reporting verb of the same subject ("… and find").
-_SECOND_VERB = re.compile(r"\b(and|then) ([a-z]+)\b")
+_SECOND_VERB = re.compile(r"\b(and then|and|then) ([a-z]+)\b")
 _FINDING_VERBS = frozenset(("find", "show", "estimate", "document", "demonstrate", "conclude", "argue"))
 # Reporting verbs that are nouns too ("test scores", "model and measurement error"), and how an object opens.
 _NOUNS_TOO = frozenset(("test", "model", "present", "review", "link", "report", "focus", "trace", "study", "use",
@@ -283,6 +283,7 @@ def attributed(sentence: str, who: str, abstract: str = "", verb: str = "find") 
         lead, verb, rest = lead_then_we["lead"], lead_then_we["verb"].lower(), lead_then_we["rest"]
         lead = lead if _keeps_capital(lead, abstract) else lead[:1].lower() + lead[1:]
         rest = f"that {rest}" if _CLAUSE_AFTER_VERB.match(rest) else rest
+        rest = _second_verb_agreeing(rest) if singular else rest  # "…, then show X" -> "…, then shows X"
         return f"{who} {_agreeing(verb, singular)}, {third_person(lead)}, {third_person(rest)}"
     subject = GENERIC_SUBJECT.match(sentence)
     if subject:  # "We also show X" -> "Who show X": a link to a finding not shown, as the openers above
@@ -318,10 +319,15 @@ def _keeps_capital(text: str, abstract: str) -> bool:
     first = text.split(" ", 1)[0]
     if re.fullmatch(r"[A-Z][A-Za-z-]*['’]s", first):  # a capitalised possessive names someone: "Moody's and S&P"
         return True
-    if re.match(r"[A-Z][A-Za-z-]* \(\d{4}[a-z]?\)", text):  # a name cited with its year: "Svensson (2006)"
+    if _CITED_NAMES.match(text):  # names cited with their year: "Svensson (2006)", "Chang and Kim (2007)"
         return True
     return (first.isupper() and len(first) > 1) or any(ch.isdigit() for ch in first) or re.search(
         rf"[a-z,;]\s+{re.escape(first)}\b", abstract) is not None  # fmt: skip
+
+
+# Authors cited with their year, opening a sentence: "Svensson (2006)", "Acemoglu, Johnson, and Robinson (2001)",
+# "Rasmusen et al. (1991)".
+_CITED_NAMES = re.compile(r"[A-Z][A-Za-z-]*(?:(?:,| and|, and) [A-Z][A-Za-z-]*)*(?: et al\.)? \(\d{4}[a-z]?\)")
 
 
 def _is_single(who: str) -> bool:

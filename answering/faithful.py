@@ -64,9 +64,16 @@ _LEANS_BACK_FIRST = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:(?:in|under|with|for
 # … or opening its main clause that way after a clause that sets it up ("when the cyclicality of markups differs
 # across sectors, this downward bias is …") …
 _LEANS_BACK_CLAUSE = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:when|whenever|if|because|although|though|while|as|"
-                                r"since|once|unless|after|before|given|for|in|under|with)\b[^,;:]*, (?:this|these)\b"
+                                r"since|once|unless|after|before|given|for|in|under|with)\b(?P<clause>[^,;:]*), "
+                                r"(?P<word>this|these|they)\b"
                                 r"(?! (?:paper|article|study|note|essay|lecture|chapter|book|research|work)\b)",
                                 re.IGNORECASE)  # fmt: skip
+# ("they" only after a clause naming nothing plural it could mean: "In failing to give more, they forgo …", not
+# "when firms enter, they …")
+_PLURAL_NOUN = re.compile(r"\b[a-z]{3,}(?<!ss)(?<!us)(?<!is)s\b", re.IGNORECASE)
+# … or, in the abstract's own words, "their" (someone else's: the authors write "our", which a shown finding turns
+# into "their") as what the sentence is about: "Their results resolve …", "We find that their elasticity …" …
+_ABSTRACTS_THEIR = re.compile(r"^(?:(?:we|I) \w+ (?:\w+ )?that )?their\b", re.IGNORECASE)
 # … or "its" before anything it could mean, as the reported verb's object or the finding's subject ("shows its
 # asymptotic validity", "finds that its effect is …"; not "in spite of its simplicity, the model …") …
 _LEANS_BACK_ITS = re.compile(r"^(?:\w+ (?:\w+ )?(?:that )?)?its\b", re.IGNORECASE)
@@ -82,6 +89,7 @@ _PERSON = re.compile(r"(?:he|she|him|his|her)\W*", re.IGNORECASE)
 _REFERENT = re.compile(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+['’]s)\W*", re.IGNORECASE)
 LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
 MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
+MAX_LEANING_CHAIN = 2  # sentences shown before a finding that leans back, when the one before it leans back too
 # A clause that opens a sentence and makes the rest conditional or contrastive: kept in any finding from it.
 _SUBORDINATE_OPENING = re.compile(r"^(because|although|though|while|whereas|if|unless|when|whenever|since|once)\b",
                                   re.IGNORECASE)  # fmt: skip
@@ -198,7 +206,7 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
     else:
         shown, source = attributed(fallback, who, abstract), fallback
     leaning = with_antecedent(shown, source, who, sentences, abstract)
-    already = {source} if leaning == shown else {source, sentences[sentences.index(source) - 1]}
+    already = {source, *leaned_on(shown, source, who, sentences, abstract)}
     return spelled_out(with_second(leaning, source, second, already, who, sentences, abstract), abstract)
 
 
@@ -216,13 +224,14 @@ def with_second(shown: str, source: str | None, second: str | None, already: set
     name = who.split(" (")[0]
     again = attributed(second, name, abstract)
     position = sentences.index(second)
-    leaning = leans_back(again, name)
+    leaning = leans_back(again, name, second)
     if leaning and not (source in sentences and position == sentences.index(source) + 1):
         # after the sentence it leans on, unless the answer shows that one already (or has none to show)
         if position == 0 or sentences[position - 1] in already:
             return shown
+        chain = leaned_on(again, second, name, sentences, abstract)
         again = with_antecedent(again, second, name, sentences, abstract)
-        if leans_back(again, name):
+        if leans_back(again, name, chain[0] if chain else second):
             return shown
     if not is_complete(again):
         return shown
@@ -246,15 +255,20 @@ def _without_year(shown: str, who: str, name: str) -> str | None:
     return None
 
 
-def leans_back(shown: str, who: str) -> bool:
+def leans_back(shown: str, who: str, source: str | None = None) -> bool:
     """Whether a shown finding only makes sense after the sentence before it in its abstract: what it states is
     "this", "these predictions", "the second fact", "its …" or "otherwise" ("Eeckhout (2004) finds that this provides
-    a simple justification …")."""
+    a simple justification …"), or its `source` sentence is about "their" something."""
+    if source is not None and _ABSTRACTS_THEIR.match(CITATION.sub("", source).strip()):
+        return True
     shown = finding_body(shown, who)
     # a pointing noun counts near the start, where it is what the finding is about ("confirm these predictions"),
     # not in a later clause that points back within the sentence ("…, although these findings disappear")
     start = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split()[:LEANING_WORDS])
-    return bool(_LEANS_BACK_FIRST.match(shown) or _LEANS_BACK_CLAUSE.match(shown) or _LEANS_BACK_ITS.match(shown)
+    clause = _LEANS_BACK_CLAUSE.match(shown)
+    clause_leans = clause is not None and not (clause["word"].lower() == "they"
+                                               and _PLURAL_NOUN.search(clause["clause"]))
+    return bool(_LEANS_BACK_FIRST.match(shown) or clause_leans or _LEANS_BACK_ITS.match(shown)
                 or _LEANS_BACK_NOUN.search(start) or speaks_of_someone_before(shown))
 
 
@@ -270,17 +284,34 @@ def speaks_of_someone_before(body: str) -> bool:
 
 
 def with_antecedent(shown: str, source: str | None, who: str, sentences: Sequence[str], abstract: str) -> str:
-    """A finding that leans back (`leans_back`) after the abstract sentence it leans on: "Who note that <the
+    """A finding that leans back (`leans_back`) after the abstract sentences it leans on: "Who note that <the
     sentence before>. <its own sentence, in the third person>" (both the abstract's words; "note": the sentence
     before is context, often a setting, not a finding); otherwise as shown."""
-    if source is None or source not in sentences or not leans_back(shown, who):
+    before = leaned_on(shown, source, who, sentences, abstract)
+    if not before or source is None:
         return shown
+    own = [third_person(CITATION.sub("", sentence).strip()) for sentence in (*before[1:], source)]
+    return " ".join([attributed(before[0], who, abstract, verb="note").rstrip(),
+                     *(f"{sentence[:1].upper()}{sentence[1:]}" for sentence in own)])
+
+
+def leaned_on(shown: str, source: str | None, who: str, sentences: Sequence[str], abstract: str) -> list[str]:
+    """The abstract sentences a finding that leans back is shown after, in order: the one before its source, and
+    the one before that too when the first leans back as well ("Instead they transfer far less …" before "In failing
+    to give more, they forgo …"), at most MAX_LEANING_CHAIN; [] when it does not lean back or cannot be shown so."""
+    if source is None or source not in sentences or not leans_back(shown, who, source):
+        return []
+    chain: list[str] = []
     position = sentences.index(source)
-    before = sentences[position - 1].strip() if position > 0 else ""
-    if not before or is_question(before) or len(before.split()) > MAX_ANTECEDENT_WORDS:
-        return shown
-    own = third_person(CITATION.sub("", source).strip())
-    return f"{attributed(before, who, abstract, verb='note').rstrip()} {own[:1].upper()}{own[1:]}"
+    while position > 0 and len(chain) < MAX_LEANING_CHAIN:
+        before = sentences[position - 1].strip()
+        if not before or is_question(before) or len(before.split()) > MAX_ANTECEDENT_WORDS:
+            break
+        chain.insert(0, before)
+        if not leans_back(attributed(before, who, abstract, verb="note"), who, before):
+            break
+        position -= 1
+    return chain
 
 
 def keeps_its_source(finding: str, source: str) -> bool:

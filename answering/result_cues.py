@@ -39,7 +39,8 @@ _METHOD = re.compile(
     r"exploit|introduce|extend|test|revisit|model|employ)\b"
     r"|^([^,;]{0,80},\s+)?(we|I) (vary|randomi[sz]e|randomly|conduct|collect|combine|link)\b"  # the procedure
     r"|^(using|to|in this)\b|\b(previous|prior|earlier|existing|past) (work|studies|research)\b|\bliterature\b"
-    r"|\bwe ask\b|\bone would expect\b",
+    r"|\bwe ask\b|\bone would expect\b"
+    r"|\b(?:is|are) (?:investigated|examined|studied|analy[sz]ed|explored|addressed)\b",  # "X is investigated when …"
     re.IGNORECASE,
 )
 # What others hold, which the paper then tests or answers: never its own finding ("Piketty argues that r > g …",
@@ -48,6 +49,7 @@ _OTHERS_VIEW = re.compile(
     r"\b(?!We\b|I\b)(?:[A-Z][a-z]+|others|critics|proponents|economists|commentators|observers|policymakers|many)"
     r"\s+(?:has\s+|have\s+)?(?:argues?|argued|claims?|claimed|contends?|contended|asserts?|asserted|maintains?)"
     r"(?:\s+[a-z]+ly)?\s+that\b"
+    r"|^(?:He|She)\s"  # what a critic named before does ("He drops all data from Latin America …")
     r"|(?i:\bit\s+(?:is|has\s+been|was)\s+(?:often\s+|widely\s+|commonly\s+|frequently\s+|generally\s+)?"
     r"(?:argued|claimed|believed|thought|asserted)\b"
     r"|\bconventional\s+wisdom\s+(?:holds|is|says|suggests)\b|\baccording\s+to\s+(?:the\s+)?conventional\s+wisdom\b"

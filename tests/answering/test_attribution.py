@@ -149,6 +149,10 @@ def test_a_link_to_a_finding_not_shown_is_dropped_between_the_authors_and_their_
      "Lee (2001) finds that they may learn without new information."),
     ("Svensson (2006) argues that transparency helps.",
      "Lee (2001) finds that Svensson (2006) argues that transparency helps."),
+    ("Acemoglu, Johnson, and Robinson (2001) established that institutions matter.",  # several names keep capitals
+     "Lee (2001) finds that Acemoglu, Johnson, and Robinson (2001) established that institutions matter."),
+    ("Rasmusen et al. (1991) show that entry can be deterred.",
+     "Lee (2001) finds that Rasmusen et al. (1991) show that entry can be deterred."),
 ])  # fmt: skip
 def test_the_papers_own_words_and_others_names_read_as_economists_write_them(sentence: str, expected: str) -> None:
     assert attributed(sentence, "Lee (2001)", sentence) == expected
@@ -262,6 +266,12 @@ def test_authors_named_again_inside_their_sentence_read_they_and_a_late_we_takes
      "Lee (2001) examines the distribution of student background and test scores."),
     ("We analyze several cases and present-day contract farming.",
      "Lee (2001) analyzes several cases and present-day contract farming."),
+    # "and then", and after an opening phrase
+    ("We estimate the model and then show that wages rise.", "Lee (2001) estimates the model and then shows that wages "
+     "rise."),
+    ("Using labor supply estimates, I find a mean estimate of 1, then show that larger values require more.",
+     "Lee (2001) finds, using labor supply estimates, a mean estimate of 1, then shows that larger values require "
+     "more."),
 ])  # fmt: skip
 def test_a_single_authors_second_verb_agrees_and_a_second_we_takes_their_name(sentence: str, expected: str) -> None:
     assert attributed(sentence, "Lee (2001)") == expected  # several authors' "they": the test above

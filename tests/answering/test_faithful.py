@@ -259,6 +259,7 @@ def test_a_finding_speaking_of_someone_named_before_it_is_shown_after_that_sente
     "When markups differ across sectors, this downward bias is more severe in aggregate data.",  # after a clause
     "If shocks to growth are persistent, these arguments favour a smaller discount rate.",
     "They produce a low correlation between hours and productivity (0.23).",  # "they": the abstract's, not ours
+    "In failing to give more, they forgo significant tax savings.",  # "they" after a clause naming no one
 ])  # fmt: skip
 def test_a_finding_whose_its_or_main_clause_points_back_leans_on_the_sentence_before(sentence: str) -> None:
     abstract = f"We propose an estimator of aggregate speeds of adjustment. {sentence}"
@@ -277,6 +278,7 @@ def test_a_finding_whose_its_or_main_clause_points_back_leans_on_the_sentence_be
     "When a seller cannot commit, he offers a discount.",  # whom "he" means is in the sentence
     "Lee's mother and her children moved.",
     "Wages rose, although these findings fade after a year.",  # points back within its own sentence
+    "When firms enter, they cut prices.",  # whom "they" means is in the clause before it
     "Nontruncated city sizes are lognormal.",
 ])  # fmt: skip
 def test_a_finding_that_stands_alone_is_shown_alone(sentence: str) -> None:
@@ -303,3 +305,25 @@ def test_the_context_a_finding_is_shown_after_is_in_its_abstracts_words() -> Non
     assert unfaithful_specifics(shown, LEANING, "Eeckhout 2004") == []
 
 
+
+
+def test_a_finding_that_leans_on_a_sentence_leaning_back_too_is_shown_after_both() -> None:
+    abstract = ("Many expected the wealthy to avoid the estate tax. However, I find strong evidence that the wealthy "
+                "fail to use the annual exclusion. Instead they transfer far less than permitted. In failing to give "
+                "more, they forgo significant tax savings.")  # fmt: skip
+    assert finished_finding("", abstract, "", "Lee (2013)", "In failing to give more, they forgo significant tax "
+                            "savings.") == (
+        "Lee (2013) finds strong evidence that the wealthy fail to use the annual exclusion. Instead they transfer far "
+        "less than permitted. In failing to give more, they forgo significant tax savings.")
+
+
+def test_an_abstracts_their_leans_back_and_its_our_shown_as_their_does_not() -> None:
+    abstract = ("The data show how the poor act. We find that their elasticity of demand depends on their poverty. "
+                "Our identification derives from changes in the tax credit.")  # fmt: skip
+    theirs, ours = sentences_of(abstract)[1:]
+    assert leans_back(attributed(theirs, "Jensen and Miller", abstract), "Jensen and Miller", theirs)
+    assert finished_finding("", abstract, "", "Jensen and Miller", theirs).startswith(
+        "Jensen and Miller note that the data show how the poor act. ")
+    shown = attributed(ours, "Dahl and Lochner", abstract)
+    assert shown.startswith("Dahl and Lochner find that their identification")  # the authors' own, said of them
+    assert not leans_back(shown, "Dahl and Lochner", ours)

@@ -28,6 +28,9 @@ def test_results_read_as_results(sentence: str) -> None:
     "Proponents of the Bayh-Dole Act argue that licensing is needed for industrial use.",
     "It is widely believed that better health in early childhood pays off in adulthood.",
     "According to conventional wisdom, long-term bonds suit conservative investors.",
+    "He drops all data from Latin America and much of the data from Africa.",  # a critic's procedure
+    # the method in the passive
+    "The relative performance of these mechanisms is investigated when entry is costly and selective.",
 ])  # fmt: skip
 def test_methods_and_settings_read_as_methods(sentence: str) -> None:
     assert result_cue(sentence) == -1.0
