@@ -275,7 +275,7 @@ class Answerer:
         wanted = self.check_by_default if question.coverage_check is None else question.coverage_check
         query = self.search.encode(resolved.retrieval_query)
         outside: str | None = None  # outside economics: declined, not reranked (never asked of a named paper's)
-        if self.answerability is not None and wanted and self.domain is not None and not resolved.named.on_topic:
+        if self.answerability is not None and wanted and self.domain is not None and not resolved.named.about_economics:
             with timer.stage("domain"):
                 outside = self.domain.decline_reason(query.vector)
         outcome = self.search.run(resolved.retrieval_query, evidence_k, question.mode, question.filters,

@@ -4,7 +4,9 @@ Users ask about a paper they know by its authors. The judges read such a questio
 Y?" asks for no particular result), and the names are words no abstract writes, so neither retrieval nor the
 decision would find the paper. A name is read only in the forms that cite a paper: two or more surnames joined by
 "and" ("Card and Krueger", "Autor, Dorn, and Hanson"), one before "et al." ("Chetty et al."), or one before a year
-in parentheses ("Jones (2002)", "Poterba's (2014)"); a lone capitalised word ("Do Black workers …") is never a name.
+in parentheses ("Jones (2002)", "Poterba's (2014)"), or one alone as the subject of a reporting verb ("What did Chetty
+find …"), the owner of a paper ("Goldin's paper") or after "according to"; any other lone capitalised word ("Do Black
+workers …") is never a name.
 
 The resolve stage looks the cited authors' papers up in the index (`named_papers`: every surname one of the
 paper's authors', compared without case or accents, the year the cited one if any; papers whose authors are exactly
@@ -31,17 +33,29 @@ from retrieval.types import RetrievedChunk
 
 _NAME = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['’-](?=[^\W\d_]))+"  # "Autor", "O'Brien", "Postel-Vinay", "Antràs"
 _YEAR = r"\((1[89]\d\d|20\d\d)\)"
-_CITATIONS = (  # the forms, in the order read: "A, B and C", "A et al.", "A (2002)"
+# A lone surname cites a paper only as the subject of a reporting verb or the owner of a paper: "What did (Raj)
+# Chetty find …", "Does Piketty argue …", "Goldin's paper", "according to Heckman"; never an acronym ("does TV show").
+_LONE = r"[A-ZÀ-ÖØ-Þ](?=[a-zß-öø-ÿ])(?:[^\W\d_]|['’-](?=[^\W\d_]))+"
+_REPORTING = r"(?:find|show|argue|conclude|estimate|document|claim|say|report|predict|propose|suggest)"
+_OWNED = r"(?:paper|study|work|article|research|findings?|results?|estimates?|evidence|model|theory|argument)"
+_CITATIONS = (  # the forms, in the order read: "A, B and C", "A et al.", "A (2002)", "did A find"
     re.compile(rf"\b(?P<names>{_NAME}(?:\s*,\s*{_NAME})*\s*,?\s+and\s+{_NAME})(?:['’]s)?(?:\s+{_YEAR})?"),
     re.compile(rf"\b(?P<names>{_NAME})\s+et\s+al\b\.?(?:['’]s)?(?:\s+{_YEAR})?"),
     re.compile(rf"\b(?P<names>{_NAME})(?:['’]s)?\s+{_YEAR}"),
+    re.compile(rf"(?:(?<=\b[Dd]id )|(?<=\b[Dd]oes )|(?<=\b[Dd]o )|(?<=\b[Hh]as )|(?<=\b[Hh]ave ))(?:{_LONE}\s+)?"
+               rf"(?P<names>{_LONE})(?=\s+{_REPORTING}\b)|\b(?P<owner>{_LONE})['’]s(?=\s+(?:\w+\s+)?{_OWNED}\b)"
+               rf"|(?<=\b[Aa]ccording to )(?:{_LONE}\s+)?(?P<source>{_LONE})\b(?!\s+(?:et\s+al|and)\b)"),
 )
+_FORMS = ("and", "et al.", "alone", "any")
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+")
-# Words that ask for a paper's result without naming a topic: "What is the main result of Dell (2015)?"
-_ASKING = frozenset({"main", "key", "central", "core", "principal", "primary", "headline", "overall", "summarize",
-                     "summarise", "summary", "argue", "argues", "argued", "claim", "claims", "conclusions",
-                     "contribution", "contributions", "learn", "learned"})
+# Words that ask for a paper's result without naming a topic: "What is the main result of Dell (2015)?" ("main",
+# "key", "central" only before a result's noun: "central bank independence" names one)
+_ASKING = frozenset({"summarize", "summarise", "summary", "argue", "argues", "argued", "claim", "claims", "conclusions",
+                     "contribution", "contributions", "learn", "learned", "according"})
+_ASKING_ADJECTIVE = re.compile(r"\b(?:main|key|central|core|principal|primary|headline|overall)\s+(?=(?:results?|"
+                               r"findings?|contributions?|conclusions?|points?|messages?|arguments?|takeaways?|"
+                               r"lessons?|insights?|claims?)\b)", re.IGNORECASE)  # fmt: skip
 _REPORTED = re.compile(r"\b(?:find|finds|found|show|shows|showed|shown|argue|argues|argued|conclude|concludes|"
                        r"concluded|claim|claims|results?|findings?|paper|study|say|says|said)\b", re.IGNORECASE)
 PAPERS_PER_CITATION = 8  # the most papers of one citation reranked with the passages found ("Chetty et al.")
@@ -53,7 +67,8 @@ PaperLookup = Callable[[Sequence[str], "int | None", int], "list[Document]"]
 class Citation:
     surnames: tuple[str, ...]  # plain (lower case, no accents), as the question writes them
     year: int | None = None
-    form: str = "and"  # "and": exactly these authors; "et al.": the first of three or more; "alone": the only one
+    form: str = "and"  # "and": exactly these authors; "et al.": the first of three or more; "alone": the only one;
+    # "any": one of them, the first preferred ("What did Chetty find …")
     written: str = field(default="", compare=False)  # as the question writes it: "Autor, Dorn, and Hanson (2013)"
 
     def names(self, document: Document) -> bool:
@@ -64,8 +79,9 @@ class Citation:
         """Whether its authors are the ones the form of citation says: "A and B" two, "A et al." A first of three
         or more, "A (2002)" A alone."""
         authors = people(document.authors)
-        if self.form == "et al.":
-            return len(authors) >= 3 and self.surnames[0] in surname_words(authors[0])
+        if self.form in ("et al.", "any"):
+            first = bool(authors) and self.surnames[0] in surname_words(authors[0])
+            return first and (self.form == "any" or len(authors) >= 3)
         return len(authors) == (1 if self.form == "alone" else len(self.surnames)) and self.names(document)
 
 
@@ -73,13 +89,14 @@ def citations_in(question: str) -> list[Citation]:
     """The citations of papers by their authors in the question, in order."""
     found: list[Citation] = []
     taken: list[tuple[int, int]] = []
-    for pattern, form in zip(_CITATIONS, ("and", "et al.", "alone"), strict=True):
+    for pattern, form in zip(_CITATIONS, _FORMS, strict=True):
         for match in pattern.finditer(question):
             if any(match.start() < end and start < match.end() for start, end in taken):
                 continue
-            names = re.sub(r"['’]s$", "", match.group("names"))
+            written = next(name for name in (match.groupdict().get(g) for g in ("names", "owner", "source")) if name)
+            names = re.sub(r"['’]s$", "", written)
             surnames = tuple(plain(name) for name in _SPLIT.split(names) if name)
-            year = next((int(group) for group in match.groups()[1:] if group), None)
+            year = next((int(group) for group in match.groups() if group and group.isdigit()), None)
             found.append(Citation(surnames, year, form, match.group(0).removesuffix("'s").removesuffix("’s")))
             taken.append(match.span())
     return found
@@ -89,7 +106,7 @@ def without_citations(question: str) -> str:
     """The question with each citation as "the authors", for the sentence judge: "What did Autor, Dorn and Hanson
     find about import competition?" -> "What did the authors find about import competition?"."""
     for pattern in _CITATIONS:
-        question = pattern.sub("the authors", question)
+        question = pattern.sub(lambda m: "the authors'" if m[0].endswith(("'s", "’s")) else "the authors", question)
     return question
 
 
@@ -112,7 +129,7 @@ def topic_words(question: str) -> list[str]:
     rest = question
     for pattern in _CITATIONS:
         rest = pattern.sub(" ", rest)
-    return [word for word in content_words(rest) if word.lower() not in _ASKING]
+    return [word for word in content_words(_ASKING_ADJECTIVE.sub("", rest)) if word.lower() not in _ASKING]
 
 
 def _stem(word: str) -> str:
@@ -139,6 +156,14 @@ class NamedPapers:
     on_topic: tuple[str, ...] = ()  # those the question asks about whatever retrieval finds (`is_about`)
     missing: tuple[str, ...] = ()  # citations no indexed paper matches, as written ("Card and Krueger (1994)")
     title: str = ""  # the first one's, when the question asks about nothing else: what retrieval searches for
+    untopical: bool = False  # it asks about nothing but the papers it cites ("What did Card and Krueger find?")
+
+    @property
+    def about_economics(self) -> bool:
+        """Whether the question is about economics papers whatever the domain gate would read in its words: it asks
+        about a cited paper's topic, or about nothing but papers it unmistakably cites (found or not: a missing one
+        is said in a note, and "not about economics" beside it would be wrong)."""
+        return bool(self.on_topic) or (self.untopical and bool(self.missing))
 
 
 def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
@@ -146,18 +171,19 @@ def named_papers(question: str, lookup: PaperLookup) -> NamedPapers:
     topic = topic_words(question)
     cited: list[Document] = []
     missing: list[str] = []
-    for citation in citations_in(question):
+    citations = citations_in(question)
+    for citation in citations:
         papers = lookup(citation.surnames, citation.year, PAPERS_PER_CITATION)
         cited += sorted(papers, key=lambda paper: not citation.names_exactly(paper))
         # Two capitalised words joined by "and" are often no authors ("What about Japan and Korea?"): only a
         # citation that cannot be anything else is said to be missing.
         unmistakable = citation.year is not None or citation.form == "et al." or bool(
-            not topic and _REPORTED.search(question))
+            citation.form != "any" and not topic and _REPORTED.search(question))  # "What did Congress find?"
         missing += [] if papers or not unmistakable else [citation.written]
     doc_ids = tuple(dict.fromkeys(paper.doc_id for paper in cited))
     on_topic = tuple(dict.fromkeys(paper.doc_id for paper in cited if is_about(topic, paper)))
     title = cited[0].title if cited and not topic else ""
-    return NamedPapers(doc_ids, on_topic, tuple(missing), title)
+    return NamedPapers(doc_ids, on_topic, tuple(missing), title, untopical=bool(citations) and not topic)
 
 
 def named_positions(question: str, documents: Sequence[Document], within: int | None = None,

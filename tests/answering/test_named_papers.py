@@ -8,6 +8,7 @@ import pytest
 
 from answering.answerability import AnswerabilityVerdict
 from answering.answerer import Question
+from answering.domain import DEFAULT_DOMAIN_PATH
 from answering.named_papers import (
     Citation,
     NamedPapers,
@@ -43,8 +44,16 @@ POLARIZATION = paper("10.1/polar", ["David H Autor", "David Dorn"], 2013)
     ("What did Angelucci and De Giorgi find?", [Citation(("angelucci", "de"))]),
     ("What did Antràs and Helpman find?", [Citation(("antras", "helpman"))]),  # compared without accents
     ("What did O'Brien and Postel-Vinay find?", [Citation(("o'brien", "postel-vinay"))]),
-    # a lone capitalised word is no name
+    # one surname alone, as the subject of a reporting verb, a paper's owner or a source
+    ("What did Chetty find about risk aversion?", [Citation(("chetty",), form="any")]),
+    ("Does Piketty argue that r exceeds g?", [Citation(("piketty",), form="any")]),
+    ("What does Goldin's recent paper say about pay?", [Citation(("goldin",), form="any")]),
+    ("According to Heckman, does preschool pay?", [Citation(("heckman",), form="any")]),
+    ("What did Raj Chetty find about taxes?", [Citation(("chetty",), form="any")]),  # the surname, not "Raj"
+    ("How does TV show advertising help viewers?", []),  # an acronym is no surname
+    # any other lone capitalised word is no name
     ("Do Black workers earn less than White workers?", []),
+    ("Did Black workers find jobs after 1965?", []),
     ("How did the 2008 crisis (2008) change lending?", []),
 ])  # fmt: skip
 def test_names_are_read_only_in_the_forms_that_cite_a_paper(question: str, citations: list[Citation]) -> None:
@@ -65,6 +74,8 @@ def test_papers_whose_authors_are_exactly_the_cited_ones_come_first() -> None:
     assert named_positions("What did Autor and Dorn find about jobs?", found) == [1, 0]  # two authors: theirs first
     assert named_positions("What did Autor et al. find about jobs?", found) == [0, 1]  # three or more first
     assert named_positions("What did Lang (2011) find about wages?", found) == [2]
+    assert named_positions("What did Dorn find about jobs?", found) == [0, 1]  # one of the authors: either paper
+    assert named_positions("What did Autor find about jobs?", [WAGES, *found]) == [1, 2]  # the first author's
 
 
 def test_a_named_paper_ranked_past_the_evidence_answers_only_when_the_question_is_about_it() -> None:
@@ -79,6 +90,8 @@ def test_a_named_paper_ranked_past_the_evidence_answers_only_when_the_question_i
     ("What are the key findings of Dell (2015)?", []),
     ("What did Jensen and Miller find about rice?", ["rice"]),
     ("What did Card et al. find about unemployment benefits?", ["unemployment", "benefits"]),
+    ("What is the central finding of Chetty et al.?", []),
+    ("What did Thaler find about central bank independence?", ["central", "bank", "independence"]),  # a topic's word
 ])  # fmt: skip
 def test_the_topic_is_what_the_question_asks_besides_its_citations(question: str, topic: list[str]) -> None:
     assert topic_words(question) == topic
@@ -104,15 +117,19 @@ def test_the_cited_papers_are_looked_up_by_their_surnames_and_year_exact_authors
 
     everything = ("10.1/polar", "10.1/china", "10.1/geo")
     assert named_papers("What did Autor and Dorn (2013) find?", lookup) == NamedPapers(everything, everything,
-                                                                                       title="A title")
+                                                                                       title="A title", untopical=True)
     assert asked == [(("autor", "dorn"), 2013, 8)]
     assert named_papers("What did Autor and Dorn (2013) find about dolphins?", lookup) == NamedPapers(everything)
-    assert named_papers("What did Kahneman and Tversky find?", lookup) == NamedPapers(missing=("Kahneman and Tversky",))
+    unindexed = named_papers("What did Kahneman and Tversky find?", lookup)
+    assert unindexed == NamedPapers(missing=("Kahneman and Tversky",), untopical=True)
+    assert unindexed.about_economics  # whatever the domain gate would read in "What did … find?"
     assert named_papers("What did Kahneman and Tversky (1979) find about risk?", lookup).missing == (
         "Kahneman and Tversky (1979)",)
     assert named_papers("Do Japan and Korea vote for smaller welfare states?", lookup) == NamedPapers()  # no authors
-    assert named_papers("What about Japan and Korea?", lookup) == NamedPapers()  # nothing says it cites anyone
+    assert named_papers("What about Japan and Korea?", lookup) == NamedPapers(untopical=True)  # no one is cited
+    assert not named_papers("What about Japan and Korea?", lookup).about_economics
     assert named_papers("What do minimum wages do?", lookup) == NamedPapers()
+    assert named_papers("What did Congress find?", lookup) == NamedPapers(untopical=True)  # no author: no note
 
 
 def test_the_first_named_paper_answers_with_the_named_papers_the_decision_chose() -> None:
@@ -128,6 +145,7 @@ def test_the_first_named_paper_answers_with_the_named_papers_the_decision_chose(
 def test_the_sentence_judge_reads_the_authors_as_the_authors() -> None:
     assert without_citations("What did Autor, Dorn and Hanson find about import competition?") == (
         "What did the authors find about import competition?")
+    assert without_citations("What does Goldin's paper say about pay?") == "What does the authors' paper say about pay?"
     hits = [RetrievedChunk(Chunk("w#0", "w", 0, "An abstract.", 0, 12, "", False), WAGES),
             RetrievedChunk(Chunk("c#0", "c", 0, "An abstract.", 0, 12, "", False),
                            replace(CHINA, title="The China Syndrome."))]  # fmt: skip
@@ -156,3 +174,12 @@ def test_a_question_about_nothing_but_a_named_paper_is_answered_from_it(make_ser
     assert cited == ["10.1257/test.3"]  # their 2012 paper, though the words name no topic
     missing = answerer.prepare(Question(query="What did Doe and Roe (2030) find?"))
     assert "No indexed paper is by Doe and Roe (2030)." in missing.notes and not missing.findings
+
+
+def test_a_question_about_nothing_but_an_unindexed_paper_says_so_and_not_that_it_is_outside_economics(
+        make_services) -> None:  # fmt: skip
+    answerer = make_services(answerability={"domain_path": DEFAULT_DOMAIN_PATH}).answerer
+    prepared = answerer.prepare(Question(query="What did Card and Krueger (1994) find?"))
+    assert "No indexed paper is by Card and Krueger (1994)." in prepared.notes
+    assert "domain" not in prepared.timings_ms  # the gate is not asked: the question cites economists' paper
+    assert prepared.verdict is None or "about economics" not in prepared.verdict.reason
