@@ -57,10 +57,12 @@ _THEIR = re.compile(r"^Their(?= (?:(?:main|core|key|preferred) )?(?:results?|fin
                     r"evidence|calculations|simulations)\b)")  # fmt: skip
 # What a finding leans on when it only makes sense after the sentence before it: opening on "this"/"these"
 # (not "this paper"), "in these treatments", "otherwise" or "they" (the abstract's: ours become "the authors"),
-# after at most a reporting verb ("finds that this provides …") …
-_LEANS_BACK_FIRST = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:(?:in|under|with|for|at|from) )?(?:(?:this|these|those|"
-                               r"such)\b(?! (?:paper|article|study|note|essay|lecture|chapter|book|research|work)\b)|"
-                               r"otherwise\b|they\b)", re.IGNORECASE)  # fmt: skip
+# after at most a reporting verb and a subordinator ("finds that this provides …", "illustrate, in this
+# environment, that …", "find that although such a procedure …") …
+_LEANS_BACK_FIRST = re.compile(r"^(?:\w+ (?:\w+ )?that |\w+, )?(?:although |though |while |because |since |if |when )?"
+                               r"(?:(?:in|under|with|for|at|from) )?(?:(?:this|these|"
+                               r"those|such)\b(?! (?:paper|article|study|note|essay|lecture|chapter|book|research|"
+                               r"work)\b)|otherwise\b|they\b)", re.IGNORECASE)  # fmt: skip
 # … or opening its main clause that way after a clause that sets it up ("when the cyclicality of markups differs
 # across sectors, this downward bias is …") …
 _LEANS_BACK_CLAUSE = re.compile(r"^(?:\w+ (?:\w+ )?that )?(?:when|whenever|if|because|although|though|while|as|"
