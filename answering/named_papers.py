@@ -77,7 +77,7 @@ class Citation:
 
     def names_exactly(self, document: Document) -> bool:
         """Whether its authors are the ones the form of citation says: "A and B" two, "A et al." A first of three
-        or more, "A (2002)" A alone."""
+        or more, "A (2002)" A alone, "did A find" A first."""
         authors = people(document.authors)
         if self.form in ("et al.", "any"):
             first = bool(authors) and self.surnames[0] in surname_words(authors[0])
