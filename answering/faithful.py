@@ -89,7 +89,7 @@ _LEANS_BACK_NOUN = re.compile(r"\bthese\b|\bthose\b(?! (?:which|who|whose|that|w
 # … or speaking of someone named only before it (`speaks_of_someone_before`): "he" before any word it could mean.
 _PERSON = re.compile(r"(?:he|she|him|his|her)\W*", re.IGNORECASE)
 _REFERENT = re.compile(r"\W*(?:a|an|the|each|every|any|one|some|[a-z]+['’]s)\W*", re.IGNORECASE)
-LEANING_WORDS = 8  # the words of a finding (past who found it) a pointing noun is looked for in
+LEANING_WORDS = 10  # the words of a finding (past who found it) a pointing noun is looked for in
 MAX_ANTECEDENT_WORDS = 60  # a longer sentence before a leaning finding is shown without it (too long to read)
 MAX_LEANING_CHAIN = 2  # sentences shown before a finding that leans back, when the one before it leans back too
 # A clause that opens a sentence and makes the rest conditional or contrastive: kept in any finding from it.
@@ -266,12 +266,14 @@ def leans_back(shown: str, who: str, source: str | None = None) -> bool:
     shown = finding_body(shown, who)
     # a pointing noun counts near the start, where it is what the finding is about ("confirm these predictions"),
     # not in a later clause that points back within the sentence ("…, although these findings disappear")
-    start = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split()[:LEANING_WORDS])
-    clause = _LEANS_BACK_CLAUSE.match(shown)
-    clause_leans = clause is not None and not (clause["word"].lower() == "they"
-                                               and _PLURAL_NOUN.search(clause["clause"]))
+    clause = " ".join(re.split(r"[,;:]", shown, maxsplit=1)[0].split())
+    pointing = _LEANS_BACK_NOUN.search(clause)  # read on the whole clause: "those who …" points forward
+    near_start = pointing is not None and pointing.start() < len(" ".join(clause.split()[:LEANING_WORDS]))
+    opening = _LEANS_BACK_CLAUSE.match(shown)
+    clause_leans = opening is not None and not (opening["word"].lower() == "they"
+                                                and _PLURAL_NOUN.search(opening["clause"]))
     return bool(_LEANS_BACK_FIRST.match(shown) or clause_leans or _LEANS_BACK_ITS.match(shown)
-                or _LEANS_BACK_NOUN.search(start) or speaks_of_someone_before(shown))
+                or near_start or speaks_of_someone_before(shown))
 
 
 def speaks_of_someone_before(body: str) -> bool:

@@ -262,6 +262,7 @@ def test_a_finding_speaking_of_someone_named_before_it_is_shown_after_that_sente
     "In failing to give more, they forgo significant tax savings.",  # "they" after a clause naming no one
     "We illustrate, in this environment, that more informed consumers can raise prices.",
     "Although such a tie-breaking procedure preserves stability, it hurts students.",
+    "Moody's and S&P split more often over these financial intermediaries.",  # "these", the clause's 8th word
 ])  # fmt: skip
 def test_a_finding_whose_its_or_main_clause_points_back_leans_on_the_sentence_before(sentence: str) -> None:
     abstract = f"We propose an estimator of aggregate speeds of adjustment. {sentence}"
@@ -282,6 +283,7 @@ def test_a_finding_whose_its_or_main_clause_points_back_leans_on_the_sentence_be
     "Wages rose, although these findings fade after a year.",  # points back within its own sentence
     "When firms enter, they cut prices.",  # whom "they" means is in the clause before it
     "We show, using new data, that wages, this year, rose.",
+    "We find that minority students eligible for automatic admissions and those who undergo review apply less.",
     "Nontruncated city sizes are lognormal.",
 ])  # fmt: skip
 def test_a_finding_that_stands_alone_is_shown_alone(sentence: str) -> None:
