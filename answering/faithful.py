@@ -207,8 +207,9 @@ def finished_finding(generated: str, abstract: str, title: str, who: str, fallba
         shown = attributed(_THEIR.sub("The authors'", text, count=1), who, abstract)
     else:
         shown, source = attributed(fallback, who, abstract), fallback
-    leaning = with_antecedent(shown, source, who, sentences, abstract)
-    already = {source, *leaned_on(shown, source, who, sentences, abstract)}
+    before = leaned_on(shown, source, who, sentences, abstract)
+    leaning = with_antecedent(shown, source, before, who, abstract)
+    already = {source, *before}
     return spelled_out(with_second(leaning, source, second, already, who, sentences, abstract), abstract)
 
 
@@ -232,7 +233,7 @@ def with_second(shown: str, source: str | None, second: str | None, already: set
         if position == 0 or sentences[position - 1] in already:
             return shown
         chain = leaned_on(again, second, name, sentences, abstract)
-        again = with_antecedent(again, second, name, sentences, abstract)
+        again = with_antecedent(again, second, chain, name, abstract)
         if leans_back(again, name, chain[0] if chain else second):
             return shown
     if not is_complete(again):
@@ -287,11 +288,10 @@ def speaks_of_someone_before(body: str) -> bool:
     return False
 
 
-def with_antecedent(shown: str, source: str | None, who: str, sentences: Sequence[str], abstract: str) -> str:
-    """A finding that leans back (`leans_back`) after the abstract sentences it leans on: "Who note that <the
-    sentence before>. <its own sentence, in the third person>" (both the abstract's words; "note": the sentence
-    before is context, often a setting, not a finding); otherwise as shown."""
-    before = leaned_on(shown, source, who, sentences, abstract)
+def with_antecedent(shown: str, source: str | None, before: Sequence[str], who: str, abstract: str) -> str:
+    """A finding that leans back after the abstract sentences it leans on (`before`, from `leaned_on`): "Who note
+    that <the sentence before>. <its own sentence, in the third person>" (both the abstract's words; "note": the
+    sentence before is context, often a setting, not a finding); as shown when `before` is empty."""
     if not before or source is None:
         return shown
     own = [third_person(CITATION.sub("", sentence).strip()) for sentence in (*before[1:], source)]
